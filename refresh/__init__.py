@@ -1,0 +1,1 @@
+"""Refresh: change-rate estimation and refresh planning. Pure numerics (DESIGN.md §6)."""

@@ -1,0 +1,57 @@
+"""Logging to stderr in a form both journald and grep like.
+
+Under systemd (``JOURNAL_STREAM`` set) journald stamps each line itself, so lines carry a
+syslog priority prefix (``<6>``) instead of a timestamp; in a terminal they carry an ISO
+timestamp. ``format="json"`` emits one JSON object per line for log shippers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+
+_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3,
+             logging.CRITICAL: 2}
+
+
+class _JournalFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        prio = _PRIORITY.get(record.levelno, 6)
+        return f"<{prio}>{record.name}: {record.getMessage()}" + _exc(self, record)
+
+
+class _TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                         "%Y-%m-%dT%H:%M:%S%z")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"t": record.created, "level": record.levelname.lower(), "logger": record.name,
+               "msg": record.getMessage()}
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc, ensure_ascii=False)
+
+
+def _exc(fmt: logging.Formatter, record: logging.LogRecord) -> str:
+    return ("\n" + fmt.formatException(record.exc_info)) if record.exc_info else ""
+
+
+def setup_logging(level: str = "info", fmt: str = "text") -> None:
+    """Configure the root logger once, from the command's composition root."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    elif os.environ.get("JOURNAL_STREAM"):
+        handler.setFormatter(_JournalFormatter())
+    else:
+        handler.setFormatter(_TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # urllib3 logs every retry/pool event at DEBUG/WARNING; our own fetch log says enough.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
