@@ -1,1 +1,31 @@
-"""Refresh: change-rate estimation and refresh planning. Pure numerics (DESIGN.md §6)."""
+"""Refresh: change-rate estimation and refresh planning. Pure numerics (DESIGN.md §6).
+
+Public API (arrays and plain records in, arrays and plain records out):
+
+* records: :class:`ChangeObservations`, :class:`AccessHistory`
+* estimators: :func:`signature_rate` (MLE, eq. 9), :func:`signature_rates` (batch),
+  :func:`last_modified_rate` (eq. 10, corrected), :func:`page_reliability`,
+  :func:`host_reliability`, :func:`estimate_rate` (the choice), :func:`naive_rate`,
+  :func:`cho_bias_reduced_rate`
+* planning: :func:`refresh_intervals` (water-filling, Ω), :class:`RateSum` (incremental S),
+  :class:`Folders`, :func:`due_folders`, :func:`due_by_scan`, :func:`compose_unit`
+"""
+
+from refresh.discovery import UnitFetchList, compose_unit
+from refresh.estimators import (RateEstimate, RateSource, cho_bias_reduced_rate, naive_rate,
+                                signature_rate, signature_rates)
+from refresh.folders import NOT_FILED, Folders, due_by_scan, due_folders
+from refresh.intervals import (IntervalPlan, RateSum, refresh_intervals, refresh_weights,
+                               time_average_obsolescence)
+from refresh.last_modified import (Reliability, host_reliability, last_modified_rate,
+                                   page_reliability)
+from refresh.observations import AccessHistory, ChangeObservations
+from refresh.rate_choice import estimate_rate
+
+__all__ = [
+    "AccessHistory", "ChangeObservations", "Folders", "IntervalPlan", "NOT_FILED", "RateEstimate",
+    "RateSource", "RateSum", "Reliability", "UnitFetchList", "cho_bias_reduced_rate",
+    "compose_unit", "due_by_scan", "due_folders", "estimate_rate", "host_reliability",
+    "last_modified_rate", "naive_rate", "page_reliability", "refresh_intervals",
+    "refresh_weights", "signature_rate", "signature_rates", "time_average_obsolescence",
+]
