@@ -1,0 +1,177 @@
+"""Canonical URLs, host keys, scope rules and trap defences (xyro/urls.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xyro.clock import ManualClock
+from xyro.urls import Scope, TrapGuard, canonicalize, host_key, robots_origin, robots_url
+
+T0 = 1_700_000_000.0  # the start of the conftest clock
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("HTTP://Example.COM/a", "http://example.com/a"),                        # case of scheme/host
+    ("http://example.com:80/a", "http://example.com/a"),                     # default port
+    ("https://example.com:443/", "https://example.com/"),
+    ("https://example.com:80/", "https://example.com:80/"),                  # not default for https
+    ("http://example.com:8080", "http://example.com:8080/"),                 # empty path → /
+    ("http://example.com/a#frag", "http://example.com/a"),                   # fragment dropped
+    ("http://example.com/p?z=1&a=2&m=3", "http://example.com/p?a=2&m=3&z=1"),  # query order
+    ("http://example.com/%7euser/a%2fb", "http://example.com/~user/a%2Fb"),  # percent-encoding
+    ("http://example.com/a b", "http://example.com/a%20b"),
+    ("http://example.com/ä?q=ü", "http://example.com/%C3%A4?q=%C3%BC"),
+    ("https://bücher.de/", "https://xn--bcher-kva.de/"),                     # IDNA
+    ("http://example.com./x", "http://example.com/x"),                       # trailing dot
+    ("http://example.com/a/./b/../c", "http://example.com/a/c"),             # dot segments
+    ("http://user:secret@example.com/", "http://example.com/"),              # no credentials
+    ("http://[::1]:80/x", "http://[::1]/x"),                                 # IPv6
+    ("http://127.0.0.1:8001/a", "http://127.0.0.1:8001/a"),
+    ("  http://example.com/  ", "http://example.com/"),
+])
+def test_canonicalize(raw: str, expected: str) -> None:
+    assert canonicalize(raw) == expected
+
+
+@pytest.mark.parametrize("raw, base, expected", [
+    ("rel/p", "http://h.org/dir/page.html", "http://h.org/dir/rel/p"),
+    ("../up", "http://h.org/a/b/c", "http://h.org/a/up"),
+    ("/abs?x=1", "https://h.org:8443/a/b", "https://h.org:8443/abs?x=1"),
+    ("//other.org/x", "https://h.org/", "https://other.org/x"),
+    ("#top", "http://h.org/page", "http://h.org/page"),
+    ("?q=1", "http://h.org/page", "http://h.org/page?q=1"),
+])
+def test_canonicalize_relative(raw: str, base: str, expected: str) -> None:
+    assert canonicalize(raw, base=base) == expected
+
+
+@pytest.mark.parametrize("raw", [
+    "javascript:alert(1)", "mailto:a@example.com", "ftp://example.com/f", "file:///etc/passwd",
+    "data:text/html,hi", "tel:+123", "http://", "http:///path", "http://exa mple.com/",
+    "http://a..b/", "http://-bad-.com/", "http://example.com:99999/", "http://[::1/",
+    "http://example.com:0/", "", "   ", "http://ex%41mple.com/",
+    "http://example.com/" + "a" * 3000,                                       # over-long
+])
+def test_canonicalize_refuses(raw: str) -> None:
+    assert canonicalize(raw) is None
+
+
+def test_canonicalize_length_limit_is_after_canonicalization() -> None:
+    url = "http://example.com/" + "a" * 100
+    assert canonicalize(url, max_length=len(url)) == url
+    assert canonicalize(url, max_length=len(url) - 1) is None
+    assert canonicalize(None) is None  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.text(max_size=80), st.sampled_from(["http://h.org/", "https://x.y:81/a/b?c=d"]))
+def test_canonicalize_never_raises_and_is_idempotent(raw: str, base: str) -> None:
+    canon = canonicalize(raw, base=base)
+    if canon is not None:
+        assert canonicalize(canon) == canon
+        assert canon.startswith(("http://", "https://"))
+
+
+def test_host_key_and_robots_origin() -> None:
+    assert host_key("http://Example.com:80/x") == "example.com"
+    assert host_key("https://example.com/x") == "example.com"      # one server, one budget
+    assert host_key("https://example.com:8443/") == "example.com:8443"
+    assert host_key("http://[::1]:81/") == "[::1]:81"
+    assert robots_origin("https://Example.com:443/a?b") == "https://example.com"
+    assert robots_origin("http://example.com:8080/a") == "http://example.com:8080"
+    assert robots_url(robots_origin("http://h:81/x")) == "http://h:81/robots.txt"
+    with pytest.raises(ValueError, match="not an http"):
+        host_key("mailto:x@y")
+
+
+def test_scope_seeds_hosts_and_subdomains() -> None:
+    scope = Scope(seeds=["http://www.example.com/start"])
+    assert scope.check("http://www.example.com/a", 1) is None
+    assert scope.check("http://blog.www.example.com/a", 1) is None            # subdomain
+    assert "outside the allowed domains" in scope.check("http://example.com/", 1)
+    assert "outside the allowed domains" in scope.check("http://badexample.com/", 1)
+    assert "outside the allowed domains" in scope.check("http://www.example.com.evil.org/", 1)
+
+
+def test_scope_allowed_denied_patterns_depth() -> None:
+    scope = Scope(seeds=["http://a.org/"], allowed_domains=["example.org", "Bücher.DE"],
+                  denied_domains=["private.example.org"], allow_patterns=[r"\.(xml|html)$", r"/$"],
+                  deny_patterns=[r"/logout"], max_depth=3)
+    assert scope.check("http://example.org/", 0) is None
+    assert scope.check("http://x.example.org/doc.xml", 3) is None
+    assert scope.check("https://xn--bcher-kva.de/a.html", 1) is None
+    assert "outside" in scope.check("http://a.org/", 0)                       # seeds ignored now
+    assert "denied domain" in scope.check("http://private.example.org/a.xml", 1)
+    assert "denied domain" in scope.check("http://deep.private.example.org/a.xml", 1)
+    assert "deny pattern" in scope.check("http://example.org/logout/x.html", 1)
+    assert "no allow pattern" in scope.check("http://example.org/img.png", 1)
+    assert "depth 4 exceeds" in scope.check("http://example.org/", 4)
+    assert scope.check("mailto:a@b", 0) == "not an http(s) URL with a host"
+
+
+def test_scope_bad_configuration_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"deny pattern '\(' is not a valid regular expression"):
+        Scope(allowed_domains=["a.org"], deny_patterns=["("])
+    with pytest.raises(ValueError, match="seed 'ftp://x/' is not a crawlable"):
+        Scope(seeds=["ftp://x/"])
+    with pytest.raises(ValueError, match="max_depth must be >= 0"):
+        Scope(allowed_domains=["a.org"], max_depth=-1)
+    with pytest.raises(ValueError, match="empty domain"):
+        Scope(allowed_domains=["."])
+
+
+@pytest.fixture
+def guard(clock: ManualClock) -> TrapGuard:
+    return TrapGuard(clock, max_url_length=200, max_repeated_segments=2, max_query_params=5,
+                     max_pages_per_host_per_unit=3, unit_s=3600)
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("http://h/a/b/a/b/a/b/", "block 'a/b' repeats"),
+    ("http://h/x/x/x", "block 'x' repeats"),
+    ("http://h/p/q/r/s/p/q/r/s/p/q/r/s/end", "block 'p/q/r/s' repeats"),
+    ("http://h/" + "/".join(f"s{i}" for i in range(40)), "more than 32 segments"),
+    ("http://h/?a=1&b=2&c=3&d=4&e=5&f=6", "6 parameters"),
+    ("http://h/?a=1&a=1&a=1&a=1&a=1&a=1", "6 parameters"),
+    ("http://h/calendar/2031/01/", "year 2031"),
+    ("http://h/calendar/1977-12", "year 1977"),
+    ("http://h/cal?year=2100&month=1", "year 2100"),
+    ("http://h/" + "z" * 250, "longer than 200"),
+])
+def test_trap_refusals(guard: TrapGuard, url: str, reason: str) -> None:
+    assert reason in guard.check(url)
+
+
+@pytest.mark.parametrize("url", [
+    "http://h/a/b/a/b/", "http://h/docs/2.7/docs/", "http://h/blog/2023/11/post",
+    "http://h/cal?year=2024&month=5", "http://h/?a=1&b=2&c=3&d=4&e=5", "http://h/item/12345-6",
+])
+def test_trap_accepts_normal_urls(clock: ManualClock, url: str) -> None:
+    assert TrapGuard(clock, max_query_params=5).check(url) is None
+
+
+def test_trap_per_host_budget_resets_each_unit(clock: ManualClock, guard: TrapGuard) -> None:
+    clock.set((T0 // 3600 + 1) * 3600)  # start of a unit
+    assert [guard.check(f"http://h/{i}") for i in range(3)] == [None] * 3
+    assert "reached 3 pages" in guard.check("http://h/3")
+    assert guard.check("http://other:81/0") is None                # other host, own budget
+    assert guard.check("http://h/4", count=False) is not None
+    clock.advance(3599)
+    assert "reached 3 pages" in guard.check("http://h/5")
+    clock.advance(1)                                                 # next unit
+    assert guard.check("http://h/6") is None
+
+
+def test_trap_budget_is_not_spent_by_refused_shapes(guard: TrapGuard) -> None:
+    for _ in range(10):
+        assert guard.check("http://h/x/x/x") is not None
+    assert guard.check("http://h/fine") is None
+
+
+def test_trap_bad_configuration(clock: ManualClock) -> None:
+    with pytest.raises(ValueError, match="max_query_params must be >= 1"):
+        TrapGuard(clock, max_query_params=0)
+    with pytest.raises(ValueError, match="unit_s must be > 0"):
+        TrapGuard(clock, unit_s=0)
