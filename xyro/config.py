@@ -1,0 +1,615 @@
+"""Xyro's configuration: one immutable object built from defaults < file < XYRO_* < --set.
+
+Every key is documented, with its default and unit, in ``config/xyro.yaml`` (which loads to
+exactly the defaults below; a test keeps the two in step).
+
+Typing is strict: a value must be written as what it is. ``workers: "8"`` is an error (a
+quoted 8 is text), ``user_agent: no`` is an error (YAML 1.1 reads ``no`` as false), and
+``workers: 8.0`` is an error (not a whole number); a whole number is fine where a float is
+wanted. Environment variables and ``--set`` values are parsed as YAML too, with two
+conveniences for text that has no quotes around it on a shell line: a text key takes the
+raw text when YAML would read it as something else (``--set crawler.user_agent=no``), and a
+list key takes a single item without brackets (``--set seeds=https://example.org/``).
+A section written with nothing under it (``crawler:`` with every line commented out) keeps
+its defaults. Any problem becomes one :class:`ConfigError` naming the key, where it was set
+and why; pydantic's own wording never reaches the user.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, \
+    ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from xyro.config_yaml import YamlProblem, describe, format_number, key_near, load_document, \
+    looks_numeric, parse_setting, read_text
+from xyro.errors import XyroError
+
+DEFAULT_PATH = Path("config") / "xyro.yaml"
+CONFIG_ENV = "XYRO_CONFIG"
+ENV_PREFIX = "XYRO_"
+MAX_FILE_BYTES = 1 << 20
+
+KeyPath = tuple[str | int, ...]
+
+
+class ConfigError(XyroError):
+    """A bad configuration value, file or setting: one line naming the key; exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, reason: str, *, key: str | None = None, line: int | None = None,
+                 source: str | None = None) -> None:
+        self.reason, self.key, self.line, self.source = reason, key, line, source
+        where = (source or "") + (f" line {line}" if line is not None else "")
+        head = "config error" + (f": {key}" if key else "")
+        super().__init__(f"{head} ({where}): {reason}" if where else f"{head}: {reason}")
+
+
+# --- value types -------------------------------------------------------------------------
+
+def _invalid(message: str) -> PydanticCustomError:
+    # No context given, so pydantic leaves braces in the text alone (regexes have them).
+    return PydanticCustomError("xyro_value", message)
+
+
+def _http_url(value: str) -> str:
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        host, parts = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host \
+            or any(ch.isspace() or ord(ch) < 32 for ch in value):
+        raise _invalid(f"must be an http:// or https:// URL with a host, got {value!r}")
+    return value
+
+
+_DOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+                     r"(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+
+
+def _domain(value: str) -> str:
+    host = value.lower().rstrip(".")
+    if not _DOMAIN.match(host):
+        raise _invalid(f"must be a host name like example.org (its subdomains are included; "
+                       f"no scheme, port, path or wildcard), got {value!r}")
+    return host
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise _invalid(f"is not a valid regular expression ({exc}): {value!r}") from None
+    return value
+
+
+def _suffix(value: str) -> str:
+    if not re.fullmatch(r"\.[A-Za-z0-9._+-]+", value):
+        raise _invalid(f"must be a file-name ending that starts with a dot, like .jpg, "
+                       f"got {value!r}")
+    return value.lower()
+
+
+def _media_type(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+", value.lower()):
+        raise _invalid(f"must be a media type like text/html (no parameters), got {value!r}")
+    return value.lower()
+
+
+def _header_text(value: str) -> str:
+    if not re.fullmatch(r"[!-~](?:[ -~]*[!-~])?", value):
+        raise _invalid(f"must be printable ASCII on one line, without leading or trailing "
+                       f"spaces (it goes into an HTTP header), got {value!r}")
+    return value
+
+
+def _file_path(value: str) -> str:
+    if not value.strip() or "\0" in value:
+        raise _invalid(f"must be a file-system path, got {value!r}")
+    return value
+
+
+def _list_to_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+Domain = Annotated[str, AfterValidator(_domain)]
+Regex = Annotated[str, AfterValidator(_regex)]
+Suffix = Annotated[str, AfterValidator(_suffix)]
+MediaType = Annotated[str, AfterValidator(_media_type)]
+HeaderText = Annotated[str, AfterValidator(_header_text)]
+FilePath = Annotated[str, AfterValidator(_file_path)]
+# Tuples keep the config hashable; YAML lists (and Python lists) are accepted as input.
+Urls = Annotated[tuple[HttpUrl, ...], BeforeValidator(_list_to_tuple)]
+Domains = Annotated[tuple[Domain, ...], BeforeValidator(_list_to_tuple)]
+Regexes = Annotated[tuple[Regex, ...], BeforeValidator(_list_to_tuple)]
+Suffixes = Annotated[tuple[Suffix, ...], BeforeValidator(_list_to_tuple)]
+MediaTypes = Annotated[tuple[MediaType, ...], BeforeValidator(_list_to_tuple)]
+
+
+def _require_le(section: BaseModel, low: str, high: str) -> None:
+    """Cross-field rule ``low ≤ high`` (dotted names relative to ``section``)."""
+    low_value, high_value = _attr(section, low), _attr(section, high)
+    if low_value > high_value:
+        raise PydanticCustomError("xyro_order", "{low} must not exceed {high}", {
+            "low": low, "high": high, "low_value": low_value, "high_value": high_value})
+
+
+def _attr(obj: Any, dotted: str) -> Any:
+    for name in dotted.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+# --- the model ---------------------------------------------------------------------------
+
+class _Section(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class ScopeConfig(_Section):
+    allowed_domains: Domains = ()
+    denied_domains: Domains = ()
+    allow_patterns: Regexes = ()
+    deny_patterns: Regexes = ()
+    max_depth: int = Field(16, ge=0)
+    allow_private_addresses: bool = False
+
+
+class PolitenessConfig(_Section):
+    delay_s: float = Field(5.0, ge=0)
+    max_crawl_delay_s: float = Field(60.0, ge=0)
+    robots_ttl_s: float = Field(86400.0, gt=0, le=86400)   # RFC 9309 §2.4: at most 24 h
+    robots_unreachable_retry_s: float = Field(3600.0, gt=0)
+    max_retry_after_s: float = Field(3600.0, ge=0)
+
+
+class LimitsConfig(_Section):
+    connect_timeout_s: float = Field(10.0, gt=0)
+    read_timeout_s: float = Field(30.0, gt=0)
+    deadline_s: float = Field(60.0, gt=0)
+    dns_timeout_s: float = Field(5.0, gt=0)
+    dns_cache_ttl_s: float = Field(3600.0, ge=0)
+    max_body_bytes: int = Field(10 * 2**20, ge=1)
+    max_decoded_bytes: int = Field(50 * 2**20, ge=1)
+    max_redirects: int = Field(5, ge=0, le=20)
+    max_url_length: int = Field(2048, ge=16)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LimitsConfig:
+        for timeout in ("connect_timeout_s", "read_timeout_s", "dns_timeout_s"):
+            _require_le(self, timeout, "deadline_s")
+        _require_le(self, "max_body_bytes", "max_decoded_bytes")
+        return self
+
+
+class TrapsConfig(_Section):
+    max_pages_per_host_per_unit: int = Field(100_000, ge=1)
+    max_repeated_segments: int = Field(3, ge=1)
+    max_query_params: int = Field(12, ge=0)
+
+
+SKIP_SUFFIXES = (
+    # images (.svg is XML, but a picture, not a data document)
+    ".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".ico", ".tif", ".tiff", ".svg",
+    ".svgz", ".avif", ".heic",
+    # archives (.gz is not here: sitemap.xml.gz and gzipped XML are wanted)
+    ".zip", ".tgz", ".tar", ".bz2", ".xz", ".7z", ".rar", ".zst",
+    # audio and video
+    ".mp3", ".mp4", ".m4a", ".m4v", ".wav", ".ogg", ".flac", ".avi", ".mov", ".mkv",
+    ".webm", ".wmv", ".flv", ".mpg", ".mpeg",
+    # fonts, styles, scripts, binaries, office documents
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".css", ".js", ".exe", ".msi", ".dmg",
+    ".iso", ".bin", ".apk", ".deb", ".rpm", ".pdf", ".doc", ".docx", ".xls", ".xlsx",
+    ".ppt", ".pptx",
+)
+
+ACCEPT_CONTENT_TYPES = (
+    "text/html", "application/xhtml+xml", "application/xml", "text/xml",
+    "application/rss+xml", "application/atom+xml", "application/xml-dtd",
+    "application/xml-external-parsed-entity", "text/xml-external-parsed-entity",
+    "text/plain",
+)
+
+
+class CrawlerConfig(_Section):
+    user_agent: HeaderText = "Xyro/0.1"
+    contact_url: HttpUrl = "https://example.invalid/xyro-crawler"
+    workers: int = Field(64, ge=1, le=4096)
+    follow_nofollow: bool = False
+    dead_after_404s: int = Field(3, ge=1)
+    expected_urls: int = Field(10_000_000, ge=1, le=10**12)
+    seen_set_false_positive_rate: float = Field(0.001, gt=0, lt=1)
+    politeness: PolitenessConfig = PolitenessConfig()
+    limits: LimitsConfig = LimitsConfig()
+    traps: TrapsConfig = TrapsConfig()
+    skip_suffixes: Suffixes = SKIP_SUFFIXES
+    accept_content_types: MediaTypes = Field(ACCEPT_CONTENT_TYPES, min_length=1)
+
+
+class RefreshConfig(_Section):
+    time_unit_s: float = Field(86400.0, gt=0)
+    bandwidth_pages_per_unit: int = Field(100_000, ge=1)
+    discovery_share: float = Field(0.2, ge=0, le=1)
+    min_interval_units: int = Field(1, ge=1)
+    max_interval_units: int = Field(90, ge=1)
+    importance_floor: float = Field(0.0, ge=0)
+    importance_source: Literal["rank", "uniform"] = "rank"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RefreshConfig:
+        _require_le(self, "min_interval_units", "max_interval_units")
+        return self
+
+
+class RankingConfig(_Section):
+    damping: float = Field(0.85, gt=0, lt=1)
+    tolerance: float = Field(1e-8, gt=0, lt=1)
+    max_iter: int = Field(200, ge=1)
+    dangling: Literal["paper", "teleport"] = "paper"
+    interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
+    schedule_s: float = Field(86400.0, gt=0)
+    memory_budget_mb: int = Field(1024, ge=1)
+
+
+class LoaderConfig(_Section):
+    max_document_bytes: int = Field(50 * 2**20, ge=1)
+    dtd_timeout_s: float = Field(600.0, gt=0)
+    versions_per_url: int = Field(10, ge=1)
+    dtd_validation: bool = True
+
+
+class StorageConfig(_Section):
+    database: FilePath = "var/xyro.db"
+    warehouse_dir: FilePath = "var/warehouse"
+
+
+class LogConfig(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["text", "json"] = "text"
+
+
+class XyroConfig(_Section):
+    """The whole configuration: frozen and hashable, handed to components at construction."""
+
+    seeds: Urls = ()
+    sitemaps: Urls = ()
+    scope: ScopeConfig = ScopeConfig()
+    crawler: CrawlerConfig = CrawlerConfig()
+    refresh: RefreshConfig = RefreshConfig()
+    ranking: RankingConfig = RankingConfig()
+    loader: LoaderConfig = LoaderConfig()
+    storage: StorageConfig = StorageConfig()
+    log: LogConfig = LogConfig()
+
+    @model_validator(mode="after")
+    def _ordered(self) -> XyroConfig:
+        # The loader only ever sees what the fetcher decoded.
+        _require_le(self, "loader.max_document_bytes", "crawler.limits.max_decoded_bytes")
+        return self
+
+    def dump_yaml(self) -> str:
+        """The effective configuration as YAML (``xyro config show``); it loads back equal."""
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False,
+                              allow_unicode=True, default_flow_style=False)
+
+
+# --- loading -----------------------------------------------------------------------------
+
+def load_config(path: Path | None = None, env: Mapping[str, str] = os.environ,
+                overrides: Sequence[str] = ()) -> XyroConfig:
+    """Build the configuration: defaults < YAML file < ``XYRO_*`` environment < overrides.
+
+    ``path=None`` means ``$XYRO_CONFIG`` if set, else ``./config/xyro.yaml`` if it exists,
+    else defaults only. Overrides are ``"crawler.workers=8"`` strings. Environment names
+    nest with a double underscore (``XYRO_CRAWLER__WORKERS=8``); every ``XYRO_*`` name
+    other than ``XYRO_CONFIG`` must be a key. Raises :class:`ConfigError`.
+    """
+    layers = _Layers()
+    path = Path(path) if path is not None else None
+    if path is None and env.get(CONFIG_ENV):
+        path, layers.file_named_by = Path(env[CONFIG_ENV]), f"named by {CONFIG_ENV}"
+    if path is not None:
+        layers.add_file(path)
+    elif DEFAULT_PATH.is_file():
+        layers.add_file(DEFAULT_PATH)
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX) and name != CONFIG_ENV:
+            layers.add_env(name, env[name])
+    for item in overrides:
+        layers.add_override(item)
+    return layers.validate()
+
+
+@dataclass(frozen=True)
+class _Origin:
+    source: str
+    line: int | None = None
+    rank: int = 0                 # 1 file, 2 environment, 3 command line
+    plain_text: str | None = None  # unquoted YAML text that was not read as text
+
+
+class _Layers:
+    """The merged raw settings and, for each key path, where it was last set."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.origins: dict[KeyPath, _Origin] = {}
+        self.fallback_source = "defaults"
+        self.file_named_by = ""
+
+    def add_file(self, path: Path) -> None:
+        source = str(path)
+        how = f" ({self.file_named_by})" if self.file_named_by else ""
+        try:
+            text = read_text(path, MAX_FILE_BYTES)
+        except FileNotFoundError:
+            raise ConfigError(f"no such file{how}; give an existing file, or copy the "
+                              f"documented defaults from config/xyro.yaml", source=source) from None
+        except YamlProblem as exc:
+            raise ConfigError(exc.reason + how, line=exc.line, source=source) from None
+        try:
+            doc = load_document(text, require_mapping=True)
+        except YamlProblem as exc:
+            near = exc.path or (key_near(text, exc.line) if exc.line else ())
+            raise ConfigError(exc.reason, key=_dotted(near) or None, line=exc.line,
+                              source=source) from None
+        self.data, self.fallback_source = doc.data, source
+        self.origins = {p: _Origin(source, line, 1, doc.plain_text.get(p))
+                        for p, line in doc.lines.items()}
+        for p, text_ in doc.plain_text.items():
+            self.origins.setdefault(p, _Origin(source, None, 1, text_))
+
+    def add_env(self, name: str, text: str) -> None:
+        source = f"environment {name}"
+        parts = tuple(name[len(ENV_PREFIX):].lower().split("__"))
+        if not all(parts):
+            raise ConfigError("empty key segment; nest keys with exactly two underscores, "
+                              "e.g. XYRO_CRAWLER__WORKERS=8", key=None, source=source)
+        target = _schema_target(parts, source, env_name=name)
+        self._set(parts, _setting(text, target, parts, source), _Origin(source, rank=2))
+
+    def add_override(self, item: str) -> None:
+        source = "command line"
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"expected KEY=VALUE such as crawler.workers=8, got {item!r}",
+                              source=source)
+        parts = tuple(key.split("."))
+        if not all(parts):
+            raise ConfigError(f"bad key {key!r}; keys are dotted names like crawler.workers",
+                              key=key, source=source)
+        target = _schema_target(parts, source)
+        self._set(parts, _setting(text, target, parts, source), _Origin(source, rank=3))
+
+    def _set(self, parts: tuple[str, ...], value: Any, origin: _Origin) -> None:
+        self.origins = {p: o for p, o in self.origins.items() if p[:len(parts)] != parts}
+        self.origins[parts] = origin
+        node = self.data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                return  # the lower layer wrote a non-section here; validation reports it
+            node = child
+        old = node.get(parts[-1])
+        node[parts[-1]] = _deep_merge(old, value) if isinstance(old, dict) else value
+
+    def validate(self) -> XyroConfig:
+        _fill_empty_sections(self.data, XyroConfig)
+        try:
+            return XyroConfig.model_validate(self.data)
+        except ValidationError as exc:
+            raise _Translator(self).first(exc) from None
+
+
+def _setting(text: str, target: Any, parts: tuple[str, ...], source: str) -> Any:
+    try:
+        return parse_setting(text, _kind(target))
+    except YamlProblem as exc:
+        raise ConfigError(exc.reason, key=_dotted(parts), source=source) from None
+
+
+def _deep_merge(old: dict[str, Any], new: Any) -> Any:
+    if not isinstance(new, dict):
+        return new
+    merged = dict(old)
+    for key, value in new.items():
+        merged[key] = _deep_merge(merged[key], value) if isinstance(merged.get(key), dict) \
+            else value
+    return merged
+
+
+def _fill_empty_sections(data: dict[str, Any], model: type[BaseModel]) -> None:
+    """``section:`` with nothing under it (YAML null) keeps the section's defaults."""
+    for name, info in model.model_fields.items():
+        if _is_section(info.annotation) and name in data:
+            if data[name] is None:
+                data[name] = {}
+            if isinstance(data[name], dict):
+                _fill_empty_sections(data[name], info.annotation)
+
+
+# --- the schema, as data -----------------------------------------------------------------
+
+def _is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _kind(target: Any) -> str:
+    """'section', 'text' (str or a choice of strings), 'list' or 'value'."""
+    if _is_section(target):
+        return "section"
+    annotation = target.annotation
+    if annotation is str or typing.get_origin(annotation) is Literal:
+        return "text"
+    return "list" if typing.get_origin(annotation) is tuple else "value"
+
+
+def _schema_target(parts: Sequence[str], source: str, env_name: str | None = None) -> Any:
+    """The section class or the FieldInfo that ``parts`` names; ConfigError if none."""
+    target: Any = XyroConfig
+    for depth, part in enumerate(parts):
+        if not _is_section(target):
+            raise ConfigError(f"{_dotted(parts[:depth])} is a single value, not a section",
+                              key=_dotted(parts), source=source)
+        if part not in target.model_fields:
+            raise ConfigError(_unknown_key_reason(tuple(parts[:depth + 1]), env_name),
+                              key=_dotted(parts), source=source)
+        info = target.model_fields[part]
+        target = info.annotation if _is_section(info.annotation) else info
+    return target
+
+
+def all_key_paths(model: type[BaseModel] = XyroConfig, prefix: KeyPath = ()) -> list[KeyPath]:
+    """Every leaf key of the configuration as a path, in declaration order."""
+    paths: list[KeyPath] = []
+    for name, info in model.model_fields.items():
+        if _is_section(info.annotation):
+            paths += all_key_paths(info.annotation, prefix + (name,))
+        else:
+            paths.append(prefix + (name,))
+    return paths
+
+
+def _section_at(path: KeyPath) -> type[BaseModel] | None:
+    target: Any = XyroConfig
+    for part in path:
+        info = target.model_fields.get(part) if _is_section(target) else None
+        if info is None or not _is_section(info.annotation):
+            return None
+        target = info.annotation
+    return target
+
+
+def _unknown_key_reason(path: KeyPath, env_name: str | None = None) -> str:
+    parent, name = path[:-1], str(path[-1])
+    section = _section_at(parent)
+    known = list(section.model_fields) if section else []
+    if env_name is not None:
+        flat = "_".join(str(p) for p in path)
+        for leaf in all_key_paths():
+            if "_".join(map(str, leaf)) == flat:
+                proper = ENV_PREFIX + "__".join(map(str, leaf)).upper()
+                return f"unknown key; nest keys with a double underscore: {proper}"
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {_dotted(parent + (close[0],))}?"
+    elsewhere = [p for p in all_key_paths() if p[-1] == name]
+    if elsewhere:
+        return f"unknown key here; {name} belongs under {_dotted(elsewhere[0][:-1])}"
+    return f"unknown key; the keys here are: {', '.join(known)}"
+
+
+def _dotted(path: Sequence[str | int]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+# --- pydantic errors in plain words --------------------------------------------------------
+
+_WANTS = {
+    "string_type": "must be text", "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
+    "float_type": "must be a number", "float_parsing": "must be a number",
+    "bool_type": "must be true or false", "bool_parsing": "must be true or false",
+    "tuple_type": "must be a list, like [a, b]", "list_type": "must be a list, like [a, b]",
+    "model_type": "must be a section of keys", "model_attributes_type":
+    "must be a section of keys", "dict_type": "must be a section of keys",
+    "finite_number": "must be a finite number",
+}
+_BOUNDS = {"greater_than_equal": ("ge", "≥"), "greater_than": ("gt", ">"),
+           "less_than_equal": ("le", "≤"), "less_than": ("lt", "<")}
+
+
+class _Translator:
+    """Turns pydantic's error list into the one ConfigError a user should fix first."""
+
+    def __init__(self, layers: _Layers) -> None:
+        self.origins, self.fallback = layers.origins, layers.fallback_source
+
+    def first(self, exc: ValidationError) -> ConfigError:
+        errors = [self.one(e) for e in exc.errors(include_url=False)]
+        errors.sort(key=lambda e: (e.line is None, e.line or 0))
+        head = errors[0]
+        if len(errors) > 1:
+            more = len(errors) - 1
+            return ConfigError(f"{head.reason} (and {more} more error{'s' * (more > 1)})",
+                               key=head.key, line=head.line, source=head.source)
+        return head
+
+    def origin(self, path: KeyPath) -> _Origin:
+        for end in range(len(path), -1, -1):
+            if path[:end] in self.origins:
+                return self.origins[path[:end]]
+        return _Origin(self.fallback)
+
+    def one(self, error: Mapping[str, Any]) -> ConfigError:
+        path: KeyPath = tuple(error["loc"])
+        if error["type"] == "xyro_order":
+            path, reason = self.order(path, error["ctx"])
+        else:
+            reason = self.reason(error, path)
+        origin = self.origin(path)
+        return ConfigError(reason, key=_dotted(path) or None, line=origin.line,
+                           source=origin.source)
+
+    def order(self, base: KeyPath, ctx: Mapping[str, Any]) -> tuple[KeyPath, str]:
+        low = base + tuple(ctx["low"].split("."))
+        high = base + tuple(ctx["high"].split("."))
+        low_v, high_v = format_number(ctx["low_value"]), format_number(ctx["high_value"])
+        # Name the key that was set with the most weight (file < environment < command
+        # line); defaults rank 0. That is the one the user just changed.
+        low_rank, high_rank = (self.origins.get(p, _Origin("")).rank for p in (low, high))
+        if low_rank > high_rank:
+            return low, f"must be ≤ {_dotted(high)} ({high_v}), got {low_v}"
+        return high, f"must be ≥ {_dotted(low)} ({low_v}), got {high_v}"
+
+    def reason(self, error: Mapping[str, Any], path: KeyPath) -> str:
+        kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+        plain = self.origins[path].plain_text if path in self.origins else None
+        if kind == "extra_forbidden":
+            return _unknown_key_reason(path)
+        if kind == "xyro_value":
+            return str(error["msg"])
+        if kind in _BOUNDS:
+            name, sign = _BOUNDS[kind]
+            return f"must be {sign} {format_number(ctx[name])}, got {describe(value, plain)}"
+        if kind == "literal_error":
+            choices = ", ".join(map(str, typing.get_args(_field_annotation(path))))
+            return f"must be one of {choices}; got {describe(value, plain)}"
+        if kind in ("too_short", "string_too_short"):
+            return "must not be empty"
+        if kind in ("too_long", "string_too_long"):
+            return f"is too long (at most {ctx.get('max_length')})"
+        wants = _WANTS.get(kind, "has an unusable value")
+        hint = ""
+        if kind == "string_type" and plain is not None:
+            hint = f'; write it in quotes ("{plain}") if you meant the text'
+        elif kind.startswith(("int_", "float_")) and isinstance(value, str):
+            hint = "; write it without quotes" if looks_numeric(value) else ""
+        return f"{wants}, got {describe(value, plain)}{hint}"
+
+
+def _field_annotation(path: KeyPath) -> Any:
+    section = _section_at(path[:-1])
+    info = section.model_fields.get(str(path[-1])) if section else None
+    return info.annotation if info else None
