@@ -1,4 +1,31 @@
 """Metadata manager: the SQLite store of URLs, links, observations, versions and state.
 
 Knows nothing of HTTP; imports neither ``ranking`` nor ``refresh`` (DESIGN.md §1).
+
+Usage::
+
+    with MetadataStore.open(path) as store:       # creates or migrates in place
+        writer = store.writer()                   # THE writer thread
+        writer.submit(FetchRecord(...))           # thread-safe, batched transactions
+        writer.flush()
+        graph = store.export_graph()              # CSR in URL-id order
+
+Layout: :mod:`metadata.schema` (DDL, versions, migrations), :mod:`metadata.views`
+(operator views), :mod:`metadata.records` (ops and shapes), :mod:`metadata.writer` and
+:mod:`metadata.apply` (batched writes), :mod:`metadata.resolver` (URL ids),
+:mod:`metadata.graph` (CSR export), :mod:`metadata.status` (``xyro status``).
 """
+
+from metadata.errors import MetadataError
+from metadata.records import (
+    MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FrontierRow, Graph,
+    JobRun, Op, PageType, SetOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+)
+from metadata.store import MetadataStore
+from metadata.writer import Writer
+
+__all__ = [
+    "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
+    "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
+    "SetOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "Writer", "XmlVersion",
+]

@@ -1,0 +1,272 @@
+"""Applying one batch of writer ops inside one transaction (the writer's inner loop).
+
+Ops take effect in submission order. Per-URL state of fetched pages is read once per batch
+and updated in memory, so a page fetched twice in a batch counts correctly; everything is
+then written with ``executemany`` (one prepared statement per kind of row).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from metadata.records import (
+    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType,
+    SetOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+)
+from metadata.resolver import UrlResolver
+from metadata.schema import pack_children
+
+_DEAD_STATUSES = frozenset({404, 410})
+_CHUNK = 500
+
+# Columns of a fetched page's row, read once per batch and written back.
+_STATE_COLS = ("type", "first_access", "last_access", "last_change", "last_modified", "etag",
+               "signature", "http_status", "content_type", "size", "accesses", "changes",
+               "unchanged", "baseline_at", "dead_count", "depth", "host_id")
+(_TYPE, _FIRST_ACCESS, _LAST_ACCESS, _LAST_CHANGE, _LAST_MODIFIED, _ETAG, _SIGNATURE,
+ _HTTP_STATUS, _CONTENT_TYPE, _SIZE, _ACCESSES, _CHANGES, _UNCHANGED, _BASELINE, _DEAD_COUNT,
+ _DEPTH, _HOST_ID) = range(len(_STATE_COLS))
+_UPDATE_SQL = ("UPDATE urls SET " + ", ".join(f"{c} = ?" for c in _STATE_COLS[:-2])
+               + " WHERE id = ?")
+
+_FRONTIER_MERGE = (
+    "INSERT INTO frontier (url_id, priority, enqueued_at, not_before) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (url_id) DO UPDATE SET priority = min(priority, excluded.priority), "
+    "not_before = min(not_before, excluded.not_before)")
+_FRONTIER_REPLACE = ("INSERT OR REPLACE INTO frontier (url_id, priority, enqueued_at, "
+                     "not_before) VALUES (?, ?, ?, ?)")
+
+_DELETE = object()  # frontier action: remove
+
+
+class BatchApplier:
+    """Turns a list of ops into row writes on ``conn`` (the caller owns the transaction)."""
+
+    def __init__(self, conn: sqlite3.Connection, resolver: UrlResolver, dead_after: int,
+                 now: Callable[[], float] | None) -> None:
+        self._conn = conn
+        self._resolver = resolver
+        self._dead_after = dead_after
+        self._now = now
+        self._state: dict[int, list] = {}
+
+    # -- resolution ------------------------------------------------------------------
+    def _resolve(self, ops: Sequence[Op]) -> dict[str, int]:
+        """Ids for every URL the batch names; new children get parent depth + 1."""
+        heads: dict[str, int] = {}
+        for op in ops:
+            if isinstance(op, FetchRecord):
+                heads.setdefault(op.url, 0)
+            elif isinstance(op, Enqueue):
+                heads[op.url] = min(heads.get(op.url, op.depth), op.depth)
+            elif isinstance(op, (XmlVersion, SetPending, ClearPending)):
+                heads.setdefault(op.url, 0)
+        ids = self._resolver.resolve(heads, heads)
+        fetched = [ids[op.url] for op in ops if isinstance(op, FetchRecord)]
+        self._state = self._read_state(fetched)
+        child_depth: dict[str, int] = {}
+        for op in ops:
+            if isinstance(op, FetchRecord) and (op.children or op.enqueue):
+                d = self._state[ids[op.url]][_DEPTH] + 1
+                for url in op.children[:MAX_CHILDREN]:
+                    if child_depth.get(url, d) >= d:
+                        child_depth[url] = d
+                for url, _ in op.enqueue:
+                    if child_depth.get(url, d) >= d:
+                        child_depth[url] = d
+            elif isinstance(op, SetPending):
+                for url in op.waiting_for:
+                    child_depth.setdefault(url, 0)
+        ids.update(self._resolver.resolve(child_depth, child_depth))
+        return ids
+
+    def _read_state(self, url_ids: list[int]) -> dict[int, list]:
+        state: dict[int, list] = {}
+        unique = list(dict.fromkeys(url_ids))
+        cols = ", ".join(_STATE_COLS)
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start:start + _CHUNK]
+            sql = f"SELECT id, {cols} FROM urls WHERE id IN ({','.join('?' * len(chunk))})"
+            for row in self._conn.execute(sql, chunk):
+                state[row[0]] = list(row[1:])
+        return state
+
+    # -- the batch ---------------------------------------------------------------------
+    def apply(self, ops: Sequence[Op]) -> None:
+        ids = self._resolve(ops)
+        self._frontier: dict[int, object] = {}
+        self._links: dict[int, tuple[int, bytes]] = {}
+        self._observations: list[tuple] = []
+        self._errors: list[tuple] = []
+        self._hosts: dict[int, list] = {}
+        self._dirty: set[int] = set()
+        rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
+                                  SetPending: [], ClearPending: []}
+        bulk: list[Op] = []
+        for op in ops:
+            kind = type(op)
+            if kind is FetchRecord:
+                self._fetch(op, ids)
+            elif kind is Enqueue:
+                at = op.enqueued_at
+                if at is None:
+                    at = self._now() if self._now is not None else op.not_before
+                self._put(ids[op.url], op.priority, at, op.not_before)
+            elif kind is Dequeue:
+                self._frontier[op.url_id] = _DELETE
+            elif kind is SetRefresh:
+                rows[kind].append((op.rate, op.rate_source, op.due_unit, op.interval_units,
+                                   op.url_id))
+            elif kind is SetState:
+                rows[kind].append((op.key, json.dumps(op.value)))
+            elif kind is JobRun:
+                rows[kind].append((op.name, op.started, op.finished, op.status, op.detail))
+            elif kind is XmlVersion:
+                rows[kind].append((ids[op.url], op.md5, op.c14n_signature, op.fetched_at,
+                                   op.size, op.storage_key,
+                                   None if op.valid is None else int(op.valid),
+                                   op.validation_error, op.dtd_url, op.schema_url))
+            elif kind is SetPending:
+                rows[kind].append((ids[op.url], json.dumps(list(op.waiting_for)), op.since,
+                                   op.reason))
+            elif kind is ClearPending:
+                rows[kind].append((ids[op.url],))
+            else:  # SetRanks, SetOpic: vectorised, applied in order after the rows above
+                bulk.append(op)
+        self._write(rows, bulk)
+
+    def _put(self, url_id: int, priority: int, at: float, not_before: float) -> None:
+        prev = self._frontier.get(url_id)
+        if prev is None:
+            self._frontier[url_id] = [priority, at, not_before, False]
+        elif prev is _DELETE:
+            self._frontier[url_id] = [priority, at, not_before, True]
+        else:
+            prev[0] = min(prev[0], priority)
+            prev[1] = min(prev[1], at)
+            prev[2] = min(prev[2], not_before)
+
+    def _fetch(self, rec: FetchRecord, ids: dict[str, int]) -> None:
+        url_id = ids[rec.url]
+        s = self._state[url_id]
+        t = rec.fetched_at
+        prev_access = s[_LAST_ACCESS]
+        has_content = rec.not_modified or rec.signature is not None
+        changed = False
+        if rec.not_modified:  # a 304: an access without change; stored signature kept
+            if rec.etag is not None:
+                s[_ETAG] = rec.etag
+            if rec.last_modified is not None:
+                s[_LAST_MODIFIED] = rec.last_modified
+        elif rec.signature is not None:
+            changed = s[_SIGNATURE] is not None and s[_SIGNATURE] != rec.signature
+            s[_SIGNATURE] = rec.signature
+            s[_LAST_MODIFIED] = rec.last_modified
+            s[_ETAG] = rec.etag
+            s[_CONTENT_TYPE] = rec.content_type
+            s[_SIZE] = rec.size
+        if has_content:
+            if changed:
+                s[_CHANGES] += 1
+                s[_LAST_CHANGE] = t
+                s[_UNCHANGED] = 0
+                s[_BASELINE] = t
+            elif s[_BASELINE] is None:
+                s[_BASELINE] = t  # the first content seen is the baseline
+            else:
+                s[_UNCHANGED] += 1
+            self._observations.append((url_id, prev_access, t, int(changed), rec.last_modified))
+        if s[_FIRST_ACCESS] is None:
+            s[_FIRST_ACCESS] = t
+        s[_LAST_ACCESS] = t
+        s[_ACCESSES] += 1
+        s[_HTTP_STATUS] = rec.http_status
+        if rec.http_status in _DEAD_STATUSES:
+            s[_DEAD_COUNT] += 1
+        else:
+            s[_DEAD_COUNT] = 0
+        s[_TYPE] = (PageType.DEAD.value if s[_DEAD_COUNT] >= self._dead_after
+                    else rec.page_type.value)
+        self._dirty.add(url_id)
+        if has_content and not rec.not_modified:
+            kids = [ids[u] for u in rec.children[:MAX_CHILDREN]]
+            self._links[url_id] = (len(kids), pack_children(kids))
+        host_id = s[_HOST_ID]
+        host = self._hosts.get(host_id)
+        if host is None:
+            host = self._hosts[host_id] = [0, 0, t]
+        host[0] += 1
+        host[2] = max(host[2], t)
+        if rec.error_kind is not None:
+            host[1] += 1
+            self._errors.append((url_id, host_id, t, rec.error_kind, rec.http_status,
+                                 rec.error_detail))
+        self._frontier[url_id] = _DELETE
+        for url, priority in rec.enqueue:
+            self._put(ids[url], priority, t, 0.0)
+
+    def _write(self, rows: dict[type, list], bulk: list[Op]) -> None:
+        many = self._conn.executemany
+        if self._dirty:
+            state = self._state
+            many(_UPDATE_SQL, [(*state[i][:_DEPTH], i) for i in self._dirty])
+        if self._links:
+            many("INSERT OR REPLACE INTO links (src, n, children) VALUES (?, ?, ?)",
+                 [(src, n, blob) for src, (n, blob) in self._links.items()])
+        if self._observations:
+            many("INSERT INTO observations (url_id, prev_access, access, changed, "
+                 "last_modified) VALUES (?, ?, ?, ?, ?)", self._observations)
+        if self._errors:
+            many("INSERT INTO errors (url_id, host_id, at, kind, http_status, detail) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", self._errors)
+        if self._hosts:
+            many("UPDATE hosts SET fetches = fetches + ?, errors = errors + ?, "
+                 "last_fetch = max(coalesce(last_fetch, ?), ?) WHERE id = ?",
+                 [(f, e, t, t, h) for h, (f, e, t) in self._hosts.items()])
+        self._write_frontier()
+        if rows[SetRefresh]:
+            many("UPDATE urls SET rate = ?, rate_source = ?, due_unit = ?, interval_units = ? "
+                 "WHERE id = ?", rows[SetRefresh])
+        if rows[SetState]:
+            many("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", rows[SetState])
+        if rows[JobRun]:
+            many("INSERT INTO job_runs (name, started, finished, status, detail) "
+                 "VALUES (?, ?, ?, ?, ?)", rows[JobRun])
+        if rows[XmlVersion]:
+            many("INSERT INTO xml_versions (url_id, md5, c14n_signature, fetched_at, size, "
+                 "storage_key, valid, validation_error, dtd_url, schema_url) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[XmlVersion])
+        if rows[SetPending]:
+            many("INSERT OR REPLACE INTO pending (url_id, waiting_for, since, reason) "
+                 "VALUES (?, ?, ?, ?)", rows[SetPending])
+        if rows[ClearPending]:
+            many("DELETE FROM pending WHERE url_id = ?", rows[ClearPending])
+        for op in bulk:
+            ids = op.ids.tolist()
+            if isinstance(op, SetRanks):
+                if op.importance is not None:
+                    many("UPDATE urls SET importance = ? WHERE id = ?",
+                         zip(op.importance.tolist(), ids))
+                if op.interest is not None:
+                    many("UPDATE urls SET interest = ? WHERE id = ?",
+                         zip(op.interest.tolist(), ids))
+            else:
+                many("UPDATE urls SET opic_cash = ?, opic_history = ? WHERE id = ?",
+                     zip(op.cash.tolist(), op.history.tolist(), ids))
+
+    def _write_frontier(self) -> None:
+        deletes, merges, replaces = [], [], []
+        for url_id, action in self._frontier.items():
+            if action is _DELETE:
+                deletes.append((url_id,))
+            else:
+                (replaces if action[3] else merges).append((url_id, *action[:3]))
+        many = self._conn.executemany
+        if deletes:
+            many("DELETE FROM frontier WHERE url_id = ?", deletes)
+        if merges:
+            many(_FRONTIER_MERGE, merges)
+        if replaces:
+            many(_FRONTIER_REPLACE, replaces)

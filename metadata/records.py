@@ -1,0 +1,272 @@
+"""Typed records crossing the metadata boundary: page types, writer ops, export shapes.
+
+Ops are frozen dataclasses submitted to :class:`metadata.writer.Writer`; the writer applies
+them in submission order, many per transaction. Times are float POSIX seconds on the
+clock's time line (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import NamedTuple, Union
+
+import numpy as np
+
+#: Most children stored per page (DESIGN.md §4): longer lists are truncated, order kept.
+MAX_CHILDREN = 65534
+
+#: Frontier priorities: 0 is the most urgent (loader DTD/entity requests), 4 the least.
+PRIORITIES = range(0, 5)
+
+
+def _check_url(url: object, what: str) -> None:
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"{what} must be a non-empty URL string, got {url!r}")
+
+
+def _check_time(t: object, what: str) -> None:
+    if not isinstance(t, (int, float)) or not math.isfinite(t):
+        raise ValueError(f"{what} must be finite POSIX seconds, got {t!r}")
+
+
+def _check_priority(p: object, what: str) -> None:
+    if not isinstance(p, int) or p not in PRIORITIES:
+        raise ValueError(f"{what} priority must be an int in 0..4 (0 most urgent), got {p!r}")
+
+
+class PageType(str, enum.Enum):
+    """What a URL turned out to be; stored as these lowercase strings in ``urls.type``."""
+
+    UNREAD = "unread"
+    HTML = "html"
+    XML = "xml"
+    DTD = "dtd"
+    ERROR = "error"
+    DEAD = "dead"
+
+
+#: Integer code of each type in :attr:`Graph.types` (index into this tuple).
+TYPE_CODES: tuple[str, ...] = tuple(t.value for t in PageType)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRecord:
+    """One fetch of ``url`` (already canonical) and everything learnt from it.
+
+    ``signature`` is the MD5 of the body (None when no body was read); ``not_modified`` marks
+    a 304, which counts as an access without change. ``children`` is the ordered link list
+    (stored truncated to :data:`MAX_CHILDREN`); ``enqueue`` holds (url, priority) pairs the
+    crawler wants in the persisted frontier. ``error_kind`` (e.g. ``"timeout"``, ``"http"``,
+    ``"parse"``) records an error of that kind with ``error_detail``.
+    """
+
+    url: str
+    fetched_at: float
+    page_type: PageType
+    http_status: int | None = None
+    signature: bytes | None = None
+    not_modified: bool = False
+    last_modified: float | None = None
+    etag: str | None = None
+    children: tuple[str, ...] = ()
+    enqueue: tuple[tuple[str, int], ...] = ()
+    error_kind: str | None = None
+    error_detail: str | None = None
+    content_type: str | None = None
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_url(self.url, "FetchRecord.url")
+        _check_time(self.fetched_at, f"FetchRecord.fetched_at of {self.url}")
+        object.__setattr__(self, "page_type", PageType(self.page_type))
+        if self.signature is not None and not isinstance(self.signature, bytes):
+            raise ValueError(f"FetchRecord.signature of {self.url} must be bytes or None")
+        object.__setattr__(self, "children", tuple(self.children))
+        object.__setattr__(self, "enqueue", tuple((u, p) for u, p in self.enqueue))
+        for child in self.children:
+            _check_url(child, f"child of {self.url}")
+        for child, priority in self.enqueue:
+            _check_url(child, f"enqueued child of {self.url}")
+            _check_priority(priority, f"enqueued child {child}")
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """Put ``url`` in the persisted frontier (seeds, refresh planner, loader requests).
+
+    A URL already queued keeps the more urgent priority and the earlier ``not_before``.
+    ``enqueued_at`` defaults to the writer's clock (or ``not_before`` without one); ``depth``
+    is used only when the URL is new.
+    """
+
+    url: str
+    priority: int
+    not_before: float = 0.0
+    enqueued_at: float | None = None
+    depth: int = 0
+
+    def __post_init__(self) -> None:
+        _check_url(self.url, "Enqueue.url")
+        _check_priority(self.priority, f"Enqueue of {self.url}")
+        _check_time(self.not_before, f"Enqueue.not_before of {self.url}")
+        if self.enqueued_at is not None:
+            _check_time(self.enqueued_at, f"Enqueue.enqueued_at of {self.url}")
+
+
+@dataclass(frozen=True, slots=True)
+class Dequeue:
+    """Remove ``url_id`` from the persisted frontier (e.g. dropped by robots.txt or scope)."""
+
+    url_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetRefresh:
+    """Refresh data of one page: change rate λ (changes per second) and its folder.
+
+    ``rate_source`` names the estimator (e.g. ``"mle"``, ``"last_modified"``, ``"prior"``);
+    ``due_unit`` is the folder (time-unit index) the page waits in, ``interval_units`` t_i.
+    """
+
+    url_id: int
+    rate: float | None
+    rate_source: str | None
+    due_unit: int | None
+    interval_units: float | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SetRanks:
+    """Bulk importance (direct rank) and/or interest (inverse rank) for ``ids``."""
+
+    ids: np.ndarray
+    importance: np.ndarray | None = None
+    interest: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        _check_bulk("SetRanks", self.ids, importance=self.importance, interest=self.interest)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SetOpic:
+    """Bulk OPIC cash and history for ``ids`` (the OPIC clock G goes in :class:`SetState`)."""
+
+    ids: np.ndarray
+    cash: np.ndarray
+    history: np.ndarray
+
+    def __post_init__(self) -> None:
+        _check_bulk("SetOpic", self.ids, cash=self.cash, history=self.history)
+
+
+@dataclass(frozen=True, slots=True)
+class SetState:
+    """Key/value state (S, OPIC clock G, ...); ``value`` is stored as given (JSON-able)."""
+
+    key: str
+    value: float | int | str | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise ValueError(f"SetState.key must be a non-empty string, got {self.key!r}")
+        if self.value is not None and not isinstance(self.value, (int, float, str)):
+            raise ValueError(f"SetState {self.key!r}: value must be a number, a string or "
+                             f"None, got {type(self.value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """One run of a periodic job (ranking, planner...), for ``xyro status``."""
+
+    name: str
+    started: float
+    finished: float | None
+    status: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class XmlVersion:
+    """One stored version of an XML document (Xyleme's version data).
+
+    ``storage_key`` says where the bytes are (the loader's store); ``signature`` is the
+    signature of the canonical (C14N) form, ``md5`` the one of the raw bytes.
+    """
+
+    url: str
+    md5: bytes
+    c14n_signature: bytes | None
+    fetched_at: float
+    size: int
+    storage_key: str
+    valid: bool | None
+    validation_error: str | None = None
+    dtd_url: str | None = None
+    schema_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetPending:
+    """Status data: ``url`` waits for the documents in ``waiting_for`` (DTDs, entities)."""
+
+    url: str
+    waiting_for: tuple[str, ...]
+    since: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPending:
+    """``url`` no longer waits (loaded, or given up)."""
+
+    url: str
+
+
+Op = Union[FetchRecord, Enqueue, Dequeue, SetRefresh, SetRanks, SetOpic, SetState, JobRun,
+           XmlVersion, SetPending, ClearPending]
+
+
+def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:
+    if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise ValueError(f"{what}.ids must be a 1-D integer numpy array")
+    for name, col in columns.items():
+        if col is None:
+            continue
+        if not isinstance(col, np.ndarray) or col.shape != ids.shape:
+            raise ValueError(f"{what}.{name} must be a numpy array shaped like ids "
+                             f"{ids.shape}, got {getattr(col, 'shape', type(col).__name__)}")
+
+
+class FrontierRow(NamedTuple):
+    """One persisted frontier entry, as a restarted crawler reloads it."""
+
+    url_id: int
+    url: str
+    priority: int
+    depth: int
+    not_before: float
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """Out-link graph as CSR in URL-id order.
+
+    URL ids are dense 1..n, so row ``k`` is URL id ``k + 1`` (``ids[k] == k + 1``) and
+    ``indices`` hold 0-based rows. Row k's children are ``indices[indptr[k]:indptr[k+1]]`` in
+    page order, duplicates and self-links kept as the page had them. Unfetched pages have
+    no row entries. ``xml_mask[k]`` is True for XML documents; ``types[k]`` indexes
+    :data:`TYPE_CODES`.
+    """
+
+    indptr: np.ndarray  # int64[n + 1]
+    indices: np.ndarray  # int32[m]
+    n: int
+    ids: np.ndarray  # int64[n]
+    xml_mask: np.ndarray  # bool[n]
+    types: np.ndarray  # int8[n]
+
+    @property
+    def m(self) -> int:
+        return int(self.indices.shape[0])

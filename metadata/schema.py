@@ -1,0 +1,254 @@
+"""Schema versions and in-place migration (DESIGN.md §4).
+
+Every database starts at version 1 (:data:`V1_DDL`, kept verbatim: the first released
+layout) and is brought forward by the steps in :data:`MIGRATIONS`, one transaction each,
+each recorded in the ``migrations`` table and in ``PRAGMA user_version``. A fresh file and a
+years-old file take the same path, so the upgrade code is exercised on every ``init``.
+
+Version 2 improves on version 1 in two ways:
+
+* child lists: v1 stored one ``links`` row per link (src, pos, dst) — about ten rows and
+  ~30 bytes of b-tree per link. v2 stores one row per page with the ordered child ids as a
+  BLOB of little-endian int32 (``links.children``), so a fetch writes one row, and the CSR
+  export is ``np.frombuffer`` over the concatenated blobs;
+* it adds the XML version data (``xml_versions``), the status data of documents waiting for
+  DTDs/entities (``pending``), and a partial index on the refresh folder (``due_unit``).
+
+We keep our own integer-versioned table rather than sqlite-utils' name-keyed ``Migrations``
+helper because a file written by a *newer* Xyro must be refused, which needs ordered versions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from collections.abc import Callable
+
+from metadata.errors import MetadataError
+from metadata.views import VIEWS
+
+CURRENT_VERSION = 2
+
+# Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
+# is about the real world, not the crawler's clock line.
+_SQL_NOW = "(julianday('now') - 2440587.5) * 86400.0"
+
+V1_DDL = """
+CREATE TABLE migrations (
+    version     INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    applied_at  REAL NOT NULL
+);
+CREATE TABLE state (
+    key    TEXT PRIMARY KEY,
+    value  TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE hosts (
+    id          INTEGER PRIMARY KEY,
+    host        TEXT NOT NULL UNIQUE,
+    fetches     INTEGER NOT NULL DEFAULT 0,
+    errors      INTEGER NOT NULL DEFAULT 0,
+    last_fetch  REAL
+);
+CREATE TABLE urls (
+    id             INTEGER PRIMARY KEY,
+    hash           INTEGER NOT NULL,
+    type           TEXT NOT NULL DEFAULT 'unread',
+    host_id        INTEGER NOT NULL,
+    depth          INTEGER NOT NULL DEFAULT 0,
+    url            TEXT NOT NULL,
+    first_access   REAL,
+    last_access    REAL,
+    last_change    REAL,
+    last_modified  REAL,
+    etag           TEXT,
+    signature      BLOB,
+    http_status    INTEGER,
+    content_type   TEXT,
+    size           INTEGER,
+    accesses       INTEGER NOT NULL DEFAULT 0,
+    changes        INTEGER NOT NULL DEFAULT 0,
+    unchanged      INTEGER NOT NULL DEFAULT 0,
+    baseline_at    REAL,
+    dead_count     INTEGER NOT NULL DEFAULT 0,
+    importance     REAL,
+    interest       REAL,
+    opic_cash      REAL,
+    opic_history   REAL,
+    rate           REAL,
+    rate_source    TEXT,
+    due_unit       INTEGER,
+    interval_units REAL
+);
+CREATE INDEX urls_hash ON urls(hash);
+CREATE TABLE links (
+    src  INTEGER NOT NULL,
+    pos  INTEGER NOT NULL,
+    dst  INTEGER NOT NULL,
+    PRIMARY KEY (src, pos)
+) WITHOUT ROWID;
+CREATE TABLE observations (
+    id             INTEGER PRIMARY KEY,
+    url_id         INTEGER NOT NULL,
+    prev_access    REAL,
+    access         REAL NOT NULL,
+    changed        INTEGER NOT NULL,
+    last_modified  REAL
+);
+CREATE INDEX observations_url ON observations(url_id);
+CREATE TABLE frontier (
+    url_id       INTEGER PRIMARY KEY,
+    priority     INTEGER NOT NULL,
+    enqueued_at  REAL NOT NULL,
+    not_before   REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE job_runs (
+    id        INTEGER PRIMARY KEY,
+    name      TEXT NOT NULL,
+    started   REAL NOT NULL,
+    finished  REAL,
+    status    TEXT NOT NULL,
+    detail    TEXT
+);
+CREATE TABLE errors (
+    id           INTEGER PRIMARY KEY,
+    url_id       INTEGER NOT NULL,
+    host_id      INTEGER NOT NULL,
+    at           REAL NOT NULL,
+    kind         TEXT NOT NULL,
+    http_status  INTEGER,
+    detail       TEXT
+);
+CREATE INDEX errors_kind_at ON errors(kind, at);
+"""
+
+V2_DDL = """
+CREATE TABLE links_v2 (
+    src       INTEGER PRIMARY KEY,
+    n         INTEGER NOT NULL,
+    children  BLOB NOT NULL
+);
+CREATE TABLE xml_versions (
+    id               INTEGER PRIMARY KEY,
+    url_id           INTEGER NOT NULL,
+    md5              BLOB NOT NULL,
+    c14n_signature   BLOB,
+    fetched_at       REAL NOT NULL,
+    size             INTEGER NOT NULL,
+    storage_key      TEXT NOT NULL,
+    valid            INTEGER,
+    validation_error TEXT,
+    dtd_url          TEXT,
+    schema_url       TEXT
+);
+CREATE INDEX xml_versions_url ON xml_versions(url_id, fetched_at);
+CREATE TABLE pending (
+    url_id       INTEGER PRIMARY KEY,
+    waiting_for  TEXT NOT NULL,
+    since        REAL NOT NULL,
+    reason       TEXT NOT NULL
+);
+CREATE INDEX urls_due ON urls(due_unit) WHERE due_unit IS NOT NULL;
+"""
+
+
+def pack_children(ids: list[int]) -> bytes:
+    """Child ids as the v2 BLOB: little-endian int32, page order kept."""
+    return struct.pack(f"<{len(ids)}i", *ids)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    for statement in V1_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    for statement in V2_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    rows = conn.execute("SELECT src, dst FROM links ORDER BY src, pos")
+    batch: list[tuple[int, int, bytes]] = []
+    current, kids = None, []
+    for src, dst in rows:
+        if src != current:
+            if current is not None:
+                batch.append((current, len(kids), pack_children(kids)))
+            current, kids = src, []
+        kids.append(dst)
+    if current is not None:
+        batch.append((current, len(kids), pack_children(kids)))
+    conn.executemany("INSERT INTO links_v2 (src, n, children) VALUES (?, ?, ?)", batch)
+    conn.execute("DROP TABLE links")
+    conn.execute("ALTER TABLE links_v2 RENAME TO links")
+
+
+#: version reached -> (name, step from the previous version)
+MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
+    1: ("initial schema", _create_v1),
+    2: ("child lists as int32 blobs; xml_versions, pending, due index", _v1_to_v2),
+}
+
+
+def file_version(conn: sqlite3.Connection, path: str) -> int:
+    """Schema version of an open file: 0 for an empty file; refuses foreign databases."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version:
+        return int(version)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if tables:
+        raise MetadataError(
+            f"{path} is an SQLite database but not a Xyro metadata store (tables: "
+            f"{', '.join(sorted(tables)[:5])}); point storage at another file")
+    return 0
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring ``conn``'s file to :data:`CURRENT_VERSION` in place; return the version found.
+
+    ``conn`` must be in autocommit mode (isolation_level None). Each step runs in its own
+    ``BEGIN IMMEDIATE`` transaction, so a crash mid-upgrade leaves the previous version.
+    """
+    found = file_version(conn, path)
+    if found > CURRENT_VERSION:
+        raise MetadataError(
+            f"{path} has metadata schema version {found}, newer than this Xyro supports "
+            f"({CURRENT_VERSION}); upgrade Xyro or use a backup made by this version")
+    for version in range(found + 1, CURRENT_VERSION + 1):
+        name, step = MIGRATIONS[version]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while we waited for the lock.
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+                conn.execute("ROLLBACK")
+                continue
+            step(conn)
+            conn.execute(
+                f"INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, {_SQL_NOW})",
+                (version, name))
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    if found < CURRENT_VERSION or not _views_present(conn):
+        create_views(conn)
+    return found
+
+
+def _views_present(conn: sqlite3.Connection) -> bool:
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
+    return set(VIEWS) <= names
+
+
+def create_views(conn: sqlite3.Connection) -> None:
+    """Drop and recreate every ``v_*`` view (after a migration their SQL may have changed)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for name, sql in VIEWS.items():
+            conn.execute(f"DROP VIEW IF EXISTS {name}")
+            conn.execute(f"CREATE VIEW IF NOT EXISTS {name} AS {sql}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

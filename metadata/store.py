@@ -1,0 +1,211 @@
+"""The metadata store: opening/migrating the file, URL ids, reads, and the writer.
+
+Threading model (DESIGN.md §4): exactly one :class:`~metadata.writer.Writer` thread writes
+crawl results; any thread may read through :meth:`MetadataStore.read_connection` (its own
+connection) or use :meth:`MetadataStore.atomic` / :meth:`MetadataStore.url_ids` on a
+connection private to the calling thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from metadata.connection import connect
+from metadata.errors import MetadataError
+from metadata.graph import export_graph
+from metadata.records import FrontierRow, Graph
+from metadata.resolver import UrlResolver
+from metadata.schema import migrate
+from metadata.status import store_status
+from metadata.urlkeys import HashFn, url_hash
+from metadata.writer import Writer
+
+
+class MetadataStore:
+    """One metadata database file. Create with :meth:`open`."""
+
+    def __init__(self, path: Path, version: int, hash_fn: HashFn, cache_mb: int) -> None:
+        self.path = path
+        self._version = version
+        self._hash = hash_fn
+        self._cache_mb = cache_mb
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._writer: Writer | None = None
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: str | Path, *, hash_fn: HashFn = url_hash,
+             cache_mb: int = 64) -> MetadataStore:
+        """Open ``path``, creating it or migrating it in place to the current schema.
+
+        ``hash_fn`` is the URL look-up hash (tests inject a colliding one); it must be the
+        same every time a file is opened. Raises :class:`MetadataError` for a file that is
+        not a Xyro store, is corrupt, or was written by a newer version.
+        """
+        path = Path(path)
+        if not path.parent.is_dir():
+            raise MetadataError(f"directory {path.parent} for metadata store {path.name} does "
+                                "not exist; create it or fix the storage path")
+        conn = connect(path, cache_mb=cache_mb)
+        try:
+            migrate(conn, str(path))
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise MetadataError(
+                f"{path} is not a usable metadata database ({exc}); restore it from a "
+                "backup or move it aside and run `xyro init` to start a new one") from exc
+        finally:
+            conn.close()
+        return cls(path, int(version), hash_fn, cache_mb)
+
+    @property
+    def schema_version(self) -> int:
+        return self._version
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the writer (flushing it) and every connection this store opened."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise MetadataError(f"metadata store {self.path} is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, cache_mb=self._cache_mb)
+            self._local.conn = conn
+            self._local.resolver = UrlResolver(conn, self._hash, cache_size=0)
+            self._local.depth = 0
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def read_connection(self) -> sqlite3.Connection:
+        """A new read-only connection for the calling thread; the caller closes it."""
+        return connect(self.path, cache_mb=self._cache_mb, read_only=True)
+
+    # -- transactions and ids ------------------------------------------------------------
+    @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on the calling thread's connection (nested: a savepoint)."""
+        conn = self._conn()
+        local = self._local
+        if local.depth:
+            name = f"sp{local.depth}"
+            conn.execute(f"SAVEPOINT {name}")
+            local.depth += 1
+            try:
+                yield conn
+            except BaseException:
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+                raise
+            finally:
+                local.depth -= 1
+            conn.execute(f"RELEASE {name}")
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        local.depth = 1
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        finally:
+            local.depth = 0
+        conn.execute("COMMIT")
+
+    def url_ids(self, urls: Sequence[str], create: bool = True) -> list[int | None]:
+        """Stable ids of canonical ``urls`` (same order); new ones are created when ``create``,
+        else reported as None."""
+        urls = list(urls)
+        for url in urls:
+            if not isinstance(url, str) or not url:
+                raise MetadataError(f"URL must be a non-empty string, got {url!r}")
+        self._conn()
+        resolver: UrlResolver = self._local.resolver
+        if create:
+            with self.atomic():
+                found = resolver.resolve(urls, 0)
+        else:
+            found = resolver.lookup(urls)
+        return [found.get(u) for u in urls]
+
+    def url_of(self, url_id: int) -> str | None:
+        row = self._conn().execute("SELECT url FROM urls WHERE id = ?", (url_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def get_state(self, key: str, default: object = None) -> object:
+        row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    # -- writer --------------------------------------------------------------------------
+    def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
+               dead_after: int = 3, now: Callable[[], float] | None = None,
+               cache_size: int = 1_000_000) -> Writer:
+        """Start THE writer thread (one per store at a time).
+
+        ``dead_after``: 404/410 answers in a row after which a page is DEAD. ``now`` (e.g. a
+        clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``.
+        ``cache_size``: URL→id entries kept in the writer's cache.
+        """
+        if self._closed:
+            raise MetadataError(f"metadata store {self.path} is closed")
+        if self._writer is not None and not self._writer._closed:
+            raise MetadataError(f"metadata store {self.path} already has a writer; "
+                                "share it (submit is thread-safe) or close it first")
+        conn = connect(self.path, cache_mb=max(self._cache_mb, 256))
+        resolver = UrlResolver(conn, self._hash, cache_size=cache_size)
+        self._writer = Writer(conn, resolver, batch_size=batch_size,
+                              flush_interval_s=flush_interval_s, dead_after=dead_after, now=now)
+        return self._writer
+
+    # -- reads ---------------------------------------------------------------------------
+    def frontier_rows(self) -> Iterator[FrontierRow]:
+        """The persisted frontier (for a restart), in URL-id order."""
+        conn = self.read_connection()
+        try:
+            rows = conn.execute(
+                "SELECT f.url_id, u.url, f.priority, u.depth, f.not_before "
+                "FROM frontier f JOIN urls u ON u.id = f.url_id ORDER BY f.url_id")
+            for row in rows:
+                yield FrontierRow(*row)
+        finally:
+            conn.close()
+
+    def export_graph(self) -> Graph:
+        """The out-link graph as CSR (see :class:`metadata.records.Graph`)."""
+        conn = self.read_connection()
+        try:
+            return export_graph(conn)
+        finally:
+            conn.close()
+
+    def status(self, current_unit: int | None = None) -> dict:
+        """Summary for ``xyro status``; ``current_unit`` is the planner's time unit index."""
+        conn = self.read_connection()
+        try:
+            return store_status(conn, current_unit)
+        finally:
+            conn.close()

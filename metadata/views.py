@@ -1,0 +1,76 @@
+"""Inspection views for operators (``sqlite3 xyro.db 'SELECT * FROM v_pages_by_type'``).
+
+Times in the tables are POSIX seconds on the crawler's clock line; the views show them as
+UTC text with ``datetime(x, 'unixepoch')``. Rates are changes per day. The views are
+dropped and recreated on every migration, so their SQL can change between versions.
+
+v_pages_by_type     pages per type, with fetched and never-fetched counts
+v_frontier          persisted frontier size per priority (0 = most urgent)
+v_xml_documents     one row per XML document: versions, latest version, validity, DTD
+v_xml_versions      every stored XML version, newest first
+v_due_per_unit      pages waiting in each refresh folder (time unit)
+v_top_importance    pages by direct importance (PageRank × N, mean 1), highest first
+v_top_interest      pages by interest (inverse rank, mean 1), highest first
+v_change_rates      estimated change rate λ, its source, and the observations behind it
+v_hosts             hosts with URL, fetch and error counts
+v_recent_errors     errors grouped by kind: count, last time, last URL and detail
+v_job_runs          periodic job runs, newest first
+"""
+
+from __future__ import annotations
+
+VIEWS: dict[str, str] = {
+    "v_pages_by_type": """
+        SELECT type, count(*) AS pages, sum(accesses > 0) AS fetched,
+               sum(accesses) AS accesses, sum(changes) AS changes
+        FROM urls GROUP BY type ORDER BY pages DESC""",
+    "v_frontier": """
+        SELECT priority, count(*) AS queued,
+               datetime(min(enqueued_at), 'unixepoch') AS oldest_enqueued
+        FROM frontier GROUP BY priority ORDER BY priority""",
+    "v_xml_documents": """
+        SELECT u.id, u.url, count(v.id) AS versions,
+               datetime(max(v.fetched_at), 'unixepoch') AS latest,
+               (SELECT hex(x.md5) FROM xml_versions x WHERE x.url_id = u.id
+                ORDER BY x.fetched_at DESC LIMIT 1) AS latest_md5,
+               (SELECT x.valid FROM xml_versions x WHERE x.url_id = u.id
+                ORDER BY x.fetched_at DESC LIMIT 1) AS latest_valid,
+               (SELECT x.dtd_url FROM xml_versions x WHERE x.url_id = u.id
+                ORDER BY x.fetched_at DESC LIMIT 1) AS dtd_url
+        FROM urls u JOIN xml_versions v ON v.url_id = u.id
+        GROUP BY u.id""",
+    "v_xml_versions": """
+        SELECT u.url, datetime(v.fetched_at, 'unixepoch') AS fetched, hex(v.md5) AS md5,
+               v.size, v.storage_key, v.valid, v.validation_error, v.dtd_url, v.schema_url
+        FROM xml_versions v JOIN urls u ON u.id = v.url_id
+        ORDER BY v.fetched_at DESC""",
+    "v_due_per_unit": """
+        SELECT due_unit, count(*) AS pages
+        FROM urls WHERE due_unit IS NOT NULL GROUP BY due_unit ORDER BY due_unit""",
+    "v_top_importance": """
+        SELECT id, url, type, importance
+        FROM urls WHERE importance IS NOT NULL ORDER BY importance DESC""",
+    "v_top_interest": """
+        SELECT id, url, type, interest
+        FROM urls WHERE interest IS NOT NULL ORDER BY interest DESC""",
+    "v_change_rates": """
+        SELECT u.id, u.url, u.rate * 86400.0 AS changes_per_day, u.rate_source,
+               (SELECT count(*) FROM observations o WHERE o.url_id = u.id) AS observations,
+               u.accesses, u.changes, u.interval_units, u.due_unit
+        FROM urls u WHERE u.rate IS NOT NULL ORDER BY u.rate DESC""",
+    "v_hosts": """
+        SELECT h.host, (SELECT count(*) FROM urls u WHERE u.host_id = h.id) AS urls,
+               h.fetches, h.errors, datetime(h.last_fetch, 'unixepoch') AS last_fetch
+        FROM hosts h ORDER BY h.fetches DESC""",
+    "v_recent_errors": """
+        SELECT e.kind, count(*) AS errors, datetime(max(e.at), 'unixepoch') AS last_at,
+               (SELECT u.url FROM errors e2 JOIN urls u ON u.id = e2.url_id
+                WHERE e2.kind = e.kind ORDER BY e2.at DESC LIMIT 1) AS last_url,
+               (SELECT e3.detail FROM errors e3
+                WHERE e3.kind = e.kind ORDER BY e3.at DESC LIMIT 1) AS last_detail
+        FROM errors e GROUP BY e.kind ORDER BY max(e.at) DESC""",
+    "v_job_runs": """
+        SELECT name, datetime(started, 'unixepoch') AS started,
+               finished - started AS seconds, status, detail
+        FROM job_runs ORDER BY started DESC""",
+}

@@ -1,0 +1,176 @@
+"""Opening, ids, transactions and bad input of the metadata store (real SQLite files)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from metadata import Enqueue, FetchRecord, MetadataError, MetadataStore, SetRanks, SetState
+from metadata.schema import CURRENT_VERSION
+from metadata.urlkeys import host_of, url_hash
+
+
+def test_fresh_file_is_current_version_in_wal(db_path: Path) -> None:
+    with MetadataStore.open(db_path) as store:
+        assert store.schema_version == CURRENT_VERSION
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    versions = [r[0] for r in conn.execute("SELECT version FROM migrations ORDER BY version")]
+    assert versions == list(range(1, CURRENT_VERSION + 1))
+    conn.close()
+
+
+def test_url_ids_survive_restart(db_path: Path) -> None:
+    urls = [f"http://h{i % 7}.example/p/{i}" for i in range(300)]
+    with MetadataStore.open(db_path) as store:
+        first = store.url_ids(urls)
+        with store.writer() as w:
+            w.submit(Enqueue("http://seed.example/", 1))
+    assert first == list(range(1, 301))
+    with MetadataStore.open(db_path) as store:
+        assert store.url_ids(urls[::-1], create=False) == first[::-1]
+        assert store.url_ids(["http://seed.example/"]) == [301]
+        assert store.url_ids(["http://new.example/"]) == [302]
+        assert store.url_of(150) == urls[149]
+        assert store.url_of(10_000) is None
+
+
+def test_url_ids_dedupe_and_unknown(store: MetadataStore) -> None:
+    assert store.url_ids(["http://a/", "http://b/", "http://a/"]) == [1, 2, 1]
+    assert store.url_ids(["http://a/", "http://zzz/"], create=False) == [1, None]
+
+
+def test_hash_collisions_resolve_by_text(db_path: Path) -> None:
+    """A constant hash makes every URL collide: ids must still be right."""
+    def collide(url: str) -> int:
+        return 42
+
+    urls = [f"http://c.example/{i}" for i in range(50)]
+    with MetadataStore.open(db_path, hash_fn=collide) as store:
+        ids = store.url_ids(urls)
+        with store.writer(cache_size=0) as w:
+            w.submit(FetchRecord(urls[3], 1.0, "html", 200, b"s", children=(urls[7], "http://x/")))
+        assert store.url_ids(urls, create=False) == ids
+        assert store.url_ids(["http://x/"], create=False) == [51]
+        graph = store.export_graph()
+        assert graph.indices[graph.indptr[3]:graph.indptr[4]].tolist() == [7, 50]
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("SELECT count(DISTINCT hash), count(*) FROM urls").fetchone() == (1, 51)
+    conn.close()
+
+
+def test_url_hash_is_stable_and_signed_64_bit() -> None:
+    assert url_hash("http://example.org/") == url_hash("http://example.org/")
+    assert url_hash("http://example.org/") != url_hash("http://example.org/a")
+    assert -2**63 <= url_hash("http://é.example/\udc80") < 2**63
+
+
+@pytest.mark.parametrize("url,host", [
+    ("http://Example.org:8080/a?b#c", "example.org:8080"),
+    ("https://user:pw@h.example", "h.example"),
+    ("http://h.example?q=1", "h.example"),
+    ("urn:isbn:123", ""),
+])
+def test_host_of(url: str, host: str) -> None:
+    assert host_of(url) == host
+
+
+def test_atomic_rolls_back_and_nests(store: MetadataStore) -> None:
+    with pytest.raises(RuntimeError):
+        with store.atomic():
+            store.url_ids(["http://rolled.back/"])
+            raise RuntimeError("boom")
+    assert store.url_ids(["http://rolled.back/"], create=False) == [None]
+    with store.atomic() as conn:
+        conn.execute("INSERT INTO state (key, value) VALUES ('a', '1')")
+        with pytest.raises(ValueError):
+            with store.atomic() as inner:
+                inner.execute("INSERT INTO state (key, value) VALUES ('b', '2')")
+                raise ValueError("inner")
+    assert store.get_state("a") == 1
+    assert store.get_state("b", "missing") == "missing"
+
+
+def test_corrupt_file_gives_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not an sqlite database at all" * 200)
+    with pytest.raises(MetadataError, match="not a usable metadata database"):
+        MetadataStore.open(bad)
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(MetadataError, match="not a Xyro metadata store"):
+        MetadataStore.open(other)
+
+
+def test_newer_version_is_refused(db_path: Path) -> None:
+    MetadataStore.open(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {CURRENT_VERSION + 1}")
+    conn.close()
+    with pytest.raises(MetadataError, match="newer than this Xyro supports"):
+        MetadataStore.open(db_path)
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(MetadataError, match="does not exist"):
+        MetadataStore.open(tmp_path / "nope" / "x.db")
+
+
+def test_closed_store_refuses_work(db_path: Path) -> None:
+    store = MetadataStore.open(db_path)
+    store.close()
+    store.close()
+    with pytest.raises(MetadataError, match="closed"):
+        store.url_ids(["http://a/"])
+    with pytest.raises(MetadataError, match="closed"):
+        store.writer()
+
+
+def test_bad_urls_rejected(store: MetadataStore) -> None:
+    with pytest.raises(MetadataError, match="non-empty string"):
+        store.url_ids([""])
+    with pytest.raises(MetadataError, match="non-empty string"):
+        store.url_ids([None])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: FetchRecord("", 1.0, "html"),
+    lambda: FetchRecord("http://a/", float("nan"), "html"),
+    lambda: FetchRecord("http://a/", 1.0, "pdf"),
+    lambda: FetchRecord("http://a/", 1.0, "html", signature="abc"),  # type: ignore[arg-type]
+    lambda: FetchRecord("http://a/", 1.0, "html", children=("",)),
+    lambda: FetchRecord("http://a/", 1.0, "html", enqueue=(("http://b/", 9),)),
+    lambda: Enqueue("http://a/", -1),
+    lambda: Enqueue("http://a/", 1, not_before=float("inf")),
+    lambda: SetState("", 1),
+    lambda: SetState("k", [1, 2]),  # type: ignore[arg-type]
+    lambda: SetRanks([1, 2], None, None),  # type: ignore[arg-type]
+    lambda: SetRanks(np_ids(), np_ids().astype(float)[:2], None),
+])
+def test_bad_ops_fail_at_construction(make) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError):
+        make()
+
+
+def np_ids():  # type: ignore[no-untyped-def]
+    import numpy as np
+    return np.arange(1, 4)
+
+
+def test_only_one_writer(store: MetadataStore) -> None:
+    w = store.writer()
+    with pytest.raises(MetadataError, match="already has a writer"):
+        store.writer()
+    w.close()
+    w.close()
+    with pytest.raises(MetadataError, match="closed"):
+        w.submit(Enqueue("http://a/", 1))
+    store.writer().close()

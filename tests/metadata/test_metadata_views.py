@@ -1,0 +1,37 @@
+"""Every operator view answers with rows on a small real crawl database."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from metadata import MetadataStore
+from metadata.views import VIEWS
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_view_returns_rows(small_store: MetadataStore, view: str) -> None:
+    conn = sqlite3.connect(small_store.path)
+    rows = conn.execute(f"SELECT * FROM {view}").fetchall()
+    conn.close()
+    assert rows, f"{view} returned no rows"
+
+
+def test_view_contents(small_store: MetadataStore) -> None:
+    conn = sqlite3.connect(small_store.path)
+    q = conn.execute
+    assert dict(q("SELECT type, pages FROM v_pages_by_type").fetchall()) == {
+        "html": 1, "xml": 1, "error": 2, "unread": 1}
+    doc = q("SELECT url, versions, latest, latest_valid, dtd_url FROM v_xml_documents").fetchone()
+    assert doc == ("http://shop.example/catalog.xml", 2, "2026-01-01 01:01:00", 0,
+                   "http://shop.example/catalog.dtd")
+    assert q("SELECT url FROM v_top_importance LIMIT 1").fetchone() == ("http://shop.example/",)
+    assert q("SELECT changes_per_day, rate_source, observations FROM v_change_rates "
+             "LIMIT 1").fetchone() == (24.0, "mle", 2)
+    errors = dict(q("SELECT kind, errors FROM v_recent_errors").fetchall())
+    assert errors == {"http": 1, "timeout": 1}
+    hosts = {h: (f, e) for h, _, f, e, _ in q("SELECT * FROM v_hosts")}
+    assert hosts["shop.example"] == (5, 1) and hosts["news.example"] == (1, 1)
+    assert q("SELECT sum(pages) FROM v_due_per_unit").fetchone() == (2,)
+    conn.close()
