@@ -1,0 +1,52 @@
+"""One time unit's fetch list: discovery versus maintenance (003 §6.5; DESIGN.md §6).
+
+A share ρ of the G fetches of a unit goes to unread pages, best ranked first (OPIC cash,
+or importance until OPIC lands); the rest refreshes the pages due, most valuable first
+(highest √(r·λ), the pages whose obsolescence grows fastest). The split is work-conserving:
+slots one side cannot use go to the other. Due pages that do not fit are deferred: the
+caller re-files them into the next folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+@dataclass(frozen=True)
+class UnitFetchList:
+    """Page ids to fetch this unit, and the due ones left for the next."""
+
+    maintenance: NDArray[np.int64]
+    discovery: NDArray[np.int64]
+    deferred: NDArray[np.int64]
+
+
+def compose_unit(due_ids: ArrayLike, due_priority: ArrayLike, unread_ranked: ArrayLike,
+                 bandwidth: int, discovery_share: float) -> UnitFetchList:
+    """Split ``bandwidth`` (G fetches this unit) between due and unread pages.
+
+    ``due_priority`` (one per due id, higher first, e.g. √(r·λ)); ``unread_ranked``: unread
+    ids already in rank order (best first); ``discovery_share`` ρ in [0, 1].
+    """
+    due = np.atleast_1d(np.asarray(due_ids)).astype(np.int64)
+    prio = np.atleast_1d(np.asarray(due_priority, dtype=np.float64))
+    unread = np.atleast_1d(np.asarray(unread_ranked)).astype(np.int64)
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, np.integer)) or bandwidth < 0:
+        raise ValueError(f"bandwidth {bandwidth!r} must be a whole number of fetches >= 0")
+    if not (math.isfinite(discovery_share) and 0.0 <= discovery_share <= 1.0):
+        raise ValueError(f"discovery share {discovery_share!r} must lie in [0, 1] (ρ% / 100)")
+    if prio.shape != due.shape:
+        raise ValueError(f"{due.size} due ids but {prio.size} priorities; pass one per id")
+    if np.isnan(prio).any():
+        raise ValueError("due priorities contain NaN")
+    g = int(bandwidth)
+    n_disc = min(int(round(discovery_share * g)), unread.size)
+    n_maint = min(g - n_disc, due.size)
+    n_disc = min(g - n_maint, unread.size)  # give unused maintenance slots to discovery
+    order = np.argsort(-prio, kind="stable")
+    return UnitFetchList(maintenance=due[order[:n_maint]], discovery=unread[:n_disc],
+                         deferred=due[order[n_maint:]])
