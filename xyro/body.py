@@ -1,0 +1,177 @@
+"""Capped reading and Content-Encoding decoding of response bodies (DESIGN.md §7, §8).
+
+We read raw bytes off the wire ourselves and decode them ourselves, so that both the bytes
+read and the bytes produced are capped while streaming: a gzip/deflate/br bomb stops at the
+cap with at most about one cap of output allocated, never the full expansion. Every stage of
+a stacked encoding (``Content-Encoding: gzip, br``) is capped, so an inner stream that
+decodes to nothing cannot make an outer one spin through gigabytes either.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import Protocol
+
+import brotli
+
+MAX_STACKED_ENCODINGS = 3
+_ALIASES = {"x-gzip": "gzip", "x-deflate": "deflate"}
+
+
+class BodyTooLarge(Exception):
+    """A cap was exceeded; the message gives the bytes seen and the cap."""
+
+
+class BodyEncodingError(Exception):
+    """An unsupported or corrupt Content-Encoding."""
+
+
+class _Stage(Protocol):
+    def process(self, data: bytes, limit: int) -> bytes:
+        """Take ``data`` (may be empty) and return at most about ``limit`` output bytes.
+
+        Input that could not be used yet is kept; call again with b"" until it returns b"".
+        """
+        ...
+
+
+class _ZlibStage:
+    """gzip (multi-member), zlib-wrapped deflate, or raw deflate."""
+
+    def __init__(self, encoding: str) -> None:
+        self._encoding = encoding
+        self._d: zlib._Decompress | None = None
+        self._tail = b""
+        self._eof = False
+
+    def _new(self, first: bytes) -> zlib._Decompress:
+        if self._encoding == "gzip":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        # "deflate" should be zlib-wrapped (RFC 9110) but some servers send raw deflate:
+        # a valid zlib header is CM=8 and a 16-bit check divisible by 31.
+        wrapped = len(first) >= 2 and first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
+        return zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+
+    def process(self, data: bytes, limit: int) -> bytes:
+        buf = self._tail + data if self._tail else data
+        if self._eof or (self._d is None and not buf):
+            self._tail = b""
+            return b""
+        if self._d is None:
+            if self._encoding == "deflate" and len(buf) < 2:
+                self._tail = buf
+                return b""
+            self._d = self._new(buf)
+        try:
+            out = self._d.decompress(buf, limit)
+        except zlib.error as exc:
+            raise BodyEncodingError(f"corrupt {self._encoding} stream: {exc}") from None
+        self._tail = self._d.unconsumed_tail
+        if self._d.eof:
+            rest = self._d.unused_data
+            if self._encoding == "gzip" and rest[:2] == b"\x1f\x8b":
+                self._d, self._tail = None, rest   # next gzip member
+            else:
+                self._eof, self._tail = True, b""  # trailing padding is ignored, as browsers do
+        return out
+
+
+class _BrotliStage:
+    """br via the brotli package, using its output limit (brotli >= 1.2)."""
+
+    def __init__(self) -> None:
+        self._d = brotli.Decompressor()
+        self._queue = bytearray()
+
+    def process(self, data: bytes, limit: int) -> bytes:
+        self._queue += data
+        try:
+            # The decompressor must see only empty input until it can accept more.
+            if self._d.can_accept_more_data():
+                if not self._queue:
+                    return b""
+                chunk = bytes(self._queue)
+                self._queue.clear()
+                return self._d.process(chunk, output_buffer_limit=limit)
+            return self._d.process(b"", output_buffer_limit=limit)
+        except brotli.error as exc:
+            raise BodyEncodingError(f"corrupt br stream: {exc}") from None
+
+
+def parse_content_encoding(header: str | None) -> list[str]:
+    """Encodings in the order they were applied; identity dropped, aliases resolved."""
+    if not header:
+        return []
+    names = [_ALIASES.get(p.strip().lower(), p.strip().lower()) for p in header.split(",")]
+    return [n for n in names if n and n != "identity"]
+
+
+class Decoder:
+    """Streams raw body bytes through the stacked decoders with a cap on each stage."""
+
+    def __init__(self, encodings: list[str], max_decoded_bytes: int) -> None:
+        if len(encodings) > MAX_STACKED_ENCODINGS:
+            raise BodyEncodingError(
+                f"{len(encodings)} stacked Content-Encodings {encodings}; "
+                f"at most {MAX_STACKED_ENCODINGS} are decoded")
+        self._stages: list[_Stage] = []
+        for name in reversed(encodings):   # the last applied is undone first
+            if name in ("gzip", "deflate"):
+                self._stages.append(_ZlibStage(name))
+            elif name == "br":
+                self._stages.append(_BrotliStage())
+            else:
+                raise BodyEncodingError(
+                    f"unsupported Content-Encoding {name!r} (gzip, deflate, br are decoded)")
+        self._cap = max_decoded_bytes
+        self._produced = [0] * len(self._stages)
+        self._out = bytearray()
+        self.wire_bytes = 0
+
+    def feed(self, data: bytes) -> None:
+        """Decode ``data``; raises BodyTooLarge as soon as any stage passes the cap."""
+        self.wire_bytes += len(data)
+        self._push(0, data)
+
+    def finish(self) -> bytes:
+        """Flush every stage and return the decoded body."""
+        self._push(0, b"")
+        return bytes(self._out)
+
+    def _push(self, index: int, data: bytes) -> None:
+        if index == len(self._stages):
+            self._out += data
+            if len(self._out) > self._cap:
+                raise BodyTooLarge(
+                    f"decoded more than {self._cap} bytes (cap {self._cap}) from "
+                    f"{self.wire_bytes} bytes on the wire")
+            return
+        stage = self._stages[index]
+        # One byte over the cap is enough to know the cap is exceeded.
+        out = stage.process(data, self._cap + 1)
+        while out:
+            self._produced[index] += len(out)
+            if self._produced[index] > self._cap:
+                raise BodyTooLarge(
+                    f"decoding stage {index + 1} produced more than {self._cap} bytes "
+                    f"(cap {self._cap}) from {self.wire_bytes} bytes on the wire")
+            self._push(index + 1, out)
+            out = stage.process(b"", self._cap + 1)
+
+
+def read_capped(read: Callable[[int], bytes], decoder: Decoder, max_wire_bytes: int,
+                chunk_bytes: int = 65536) -> bytes:
+    """Read raw chunks with ``read(n)`` until EOF, feeding ``decoder``; return the body.
+
+    Reads at most ``max_wire_bytes + 1`` bytes: one byte over is proof of a body too large.
+    """
+    while True:
+        room = max_wire_bytes + 1 - decoder.wire_bytes
+        data = read(min(chunk_bytes, room))
+        if not data:
+            return decoder.finish()
+        if decoder.wire_bytes + len(data) > max_wire_bytes:
+            raise BodyTooLarge(
+                f"read {decoder.wire_bytes + len(data)} bytes, cap {max_wire_bytes}")
+        decoder.feed(data)

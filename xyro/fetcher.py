@@ -1,0 +1,608 @@
+"""The fetcher: one URL in, one FetchResult out, whatever the server does (DESIGN.md §7, §8).
+
+How it stays safe against hostile servers, and why:
+
+* Redirects are followed here, one hop at a time, each hop checked again (scheme, suffix,
+  address, the engine's robots/scope check). We call the adapter directly, not
+  ``Session.send``: even with ``allow_redirects=False`` requests reads the whole body of a
+  3xx to build ``Response.next``. A 3xx body is never read beyond a tiny announced length.
+* Bodies are streamed raw and decoded by :mod:`xyro.body` with caps on wire and decoded
+  bytes; never ``.content``/``.text``.
+* The read timeout is per socket read, so a slow-drip server defeats it: one shared
+  watchdog thread shuts down the socket of any fetch that passes its total deadline (or
+  whose stop event is set), and the fetch ends as ERROR timeout. Deadlines are real time
+  (``time.monotonic``), not the injected clock: the socket lives in real time, and an
+  accelerated clock must not shorten network timeouts.
+* The name is resolved by :class:`xyro.dns.Resolver` (cached, time-bounded), the addresses
+  are checked by :func:`xyro.dns.address_refusal`, and the connection goes to exactly those
+  addresses: our urllib3 connection class overrides ``_new_conn`` and never resolves
+  anything itself, so DNS rebinding cannot slip a private address in. ``self.host`` stays
+  the host name, so the Host header, TLS SNI and certificate matching use the name.
+  (The https path is the same code with urllib3's own TLS wrapping; it is not exercised
+  against a real certificate in the tests.)
+* Threads: each worker thread gets its own ``requests.Session`` (``trust_env=False``: no
+  proxies or netrc from the environment) for request preparation; all sessions share one
+  adapter whose urllib3 ``PoolManager`` is thread-safe, so a kept-alive connection to a
+  host is reused by whichever worker fetches that host next and idle sockets stay bounded
+  by ``max_host_pools × max_per_host``. No urllib3 Retry: retries belong to the per-host
+  scheduler.
+"""
+
+from __future__ import annotations
+
+import heapq
+import http.client
+import itertools
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timezone
+from email.utils import formatdate, parsedate_to_datetime
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
+from urllib3.util import parse_url
+from urllib3.util.connection import create_connection
+from urllib3.util.retry import Retry
+
+from xyro.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding, read_capped
+from xyro.classify import (
+    DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES, content_type_accepted, mime_type,
+    suffix_skipped,
+)
+from xyro.clock import Clock
+from xyro.dns import DnsError, Resolver, address_refusal
+from xyro.records import ErrorKind, FetchResult
+
+RedirectCheck = Callable[[str], ErrorKind | None]
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_DRAIN_BYTES = 8192          # a 3xx/4xx body announced this small is read to keep the socket
+_STOP_POLL_S = 0.1           # how often the watchdog looks at stop events
+_CHARSET = re.compile(r";\s*charset\s*=\s*[\"']?([^\"';\s]+)", re.I)
+_IO_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchLimits:
+    """Per-fetch limits; seconds are real time, sizes are bytes."""
+
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 30.0
+    deadline_s: float = 60.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_decoded_bytes: int = 32 * 1024 * 1024
+    max_redirects: int = 5
+    allow_private_addresses: bool = False
+    skip_suffixes: frozenset[str] = DEFAULT_SKIP_SUFFIXES
+    accept_content_types: tuple[str, ...] = DEFAULT_ACCEPT_CONTENT_TYPES
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout_s", "read_timeout_s", "deadline_s",
+                     "max_body_bytes", "max_decoded_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"FetchLimits.{name} must be > 0, got {getattr(self, name)}")
+        if self.max_redirects < 0:
+            raise ValueError(f"FetchLimits.max_redirects must be >= 0, got {self.max_redirects}")
+
+
+def user_agent(product: str, contact_url: str) -> str:
+    """``"<product> (+<contact URL>)"``, refusing characters that would break the header."""
+    value = f"{product} (+{contact_url})"
+    if any(ch in value for ch in "\r\n\0") or not product.strip():
+        raise ValueError(f"user agent {value!r}: product must be non-empty, no CR/LF/NUL")
+    return value
+
+
+def parse_http_date(value: str | None) -> float | None:
+    """An HTTP date (RFC 9110 §5.6.7, all three legacy forms) as POSIX seconds, or None."""
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:   # the obsolete forms carry no zone: they are GMT
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Retry-After as seconds from ``now`` (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    when = parse_http_date(text)
+    return None if when is None else max(0.0, when - now)
+
+
+class _Failure(Exception):
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+
+
+class _Unpinned(Exception):
+    """A connection was about to be made to an address nobody checked (fail closed)."""
+
+
+@dataclass(eq=False)
+class _Context:
+    """One fetch as seen by the watchdog and the connection classes."""
+
+    deadline: float
+    stop: threading.Event | None
+    host: str = ""
+    addresses: tuple[str, ...] = ()
+    claims: list[tuple[Any, socket.socket]] = field(default_factory=list)
+    expired: str | None = None
+    done: bool = False
+
+
+class _Watchdog:
+    """One thread that enforces every fetch's total deadline and stop event.
+
+    Fetches *claim* the connections they use, with a dup of the socket (so a close by
+    urllib3 cannot hand our fd number to another socket). On expiry the dup is shut down,
+    which wakes the worker blocked in recv. A connection returned to the pool is released
+    first (see ``_PinnedPoolMixin._put_conn``), so an expiring fetch never breaks a
+    connection another worker already uses.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Context]] = []
+        self._stops: set[_Context] = set()
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def arm(self, ctx: _Context) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="xyro-fetch-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            heapq.heappush(self._heap, (ctx.deadline, next(self._seq), ctx))
+            if ctx.stop is not None:
+                self._stops.add(ctx)
+            self._cond.notify()
+
+    def claim(self, ctx: _Context, conn: Any, sock: socket.socket) -> None:
+        watch = socket.fromfd(sock.fileno(), sock.family, sock.type)
+        with self._cond:
+            conn._xyro_owner = ctx
+            ctx.claims.append((conn, watch))
+            if ctx.expired:
+                _shutdown(watch)
+
+    def release(self, conn: Any) -> None:
+        with self._cond:
+            conn._xyro_owner = None
+
+    def finish(self, ctx: _Context) -> None:
+        with self._cond:
+            ctx.done = True
+            self._stops.discard(ctx)
+            for conn, watch in ctx.claims:
+                if getattr(conn, "_xyro_owner", None) is ctx:
+                    conn._xyro_owner = None
+                watch.close()
+            ctx.claims.clear()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _expire(self, ctx: _Context, reason: str) -> None:
+        if ctx.done or ctx.expired:
+            return
+        ctx.expired = reason
+        for conn, watch in ctx.claims:
+            if getattr(conn, "_xyro_owner", None) is ctx:
+                _shutdown(watch)
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
+                    _deadline, _seq, ctx = heapq.heappop(self._heap)
+                    self._expire(ctx, "deadline")
+                for ctx in [c for c in self._stops if c.stop is not None and c.stop.is_set()]:
+                    self._stops.discard(ctx)
+                    self._expire(ctx, "stop")
+                timeout = self._heap[0][0] - now if self._heap else None
+                if self._stops:
+                    timeout = _STOP_POLL_S if timeout is None else min(timeout, _STOP_POLL_S)
+                self._cond.wait(timeout)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass   # already closed or never connected
+
+
+class _ConnState:
+    """What the connection classes need from their Fetcher (bound per Fetcher)."""
+
+    def __init__(self, watchdog: _Watchdog) -> None:
+        self.watchdog = watchdog
+        self.local = threading.local()   # .ctx: the _Context of the fetch on this thread
+
+    def current(self) -> _Context | None:
+        return getattr(self.local, "ctx", None)
+
+
+class _PinnedConnectionMixin:
+    """Connects only to the checked addresses of the current fetch; never resolves."""
+
+    _xyro_state: _ConnState
+    _xyro_owner: _Context | None = None
+
+    def _new_conn(self) -> socket.socket:
+        conn: Any = self
+        ctx = self._xyro_state.current()
+        host = _norm_host(conn.host)
+        if ctx is None or ctx.host != host or not ctx.addresses:
+            raise _Unpinned(f"no checked address for {host!r}; refusing to connect")
+        last: OSError | None = None
+        for address in ctx.addresses:
+            try:
+                sock = create_connection((address, conn.port), conn.timeout,
+                                         source_address=conn.source_address,
+                                         socket_options=conn.socket_options)
+            except OSError as exc:
+                last = exc
+                continue
+            self._xyro_state.watchdog.claim(ctx, self, sock)
+            return sock
+        where = f"{host} ({', '.join(ctx.addresses)}) port {conn.port}"
+        if isinstance(last, TimeoutError):
+            raise ConnectTimeoutError(conn, f"connecting to {where} timed out "
+                                            f"after {conn.timeout} s")
+        raise NewConnectionError(conn, f"cannot connect to {where}: {last}")
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        conn: Any = self
+        ctx = self._xyro_state.current()
+        if ctx is not None and conn.sock is not None and self._xyro_owner is not ctx:
+            self._xyro_state.watchdog.claim(ctx, self, conn.sock)
+        return super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _PinnedPoolMixin:
+    _xyro_state: _ConnState
+
+    def _put_conn(self, conn: Any) -> None:
+        if conn is not None:
+            self._xyro_state.watchdog.release(conn)
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+def _pool_classes(state: _ConnState) -> dict[str, type]:
+    attrs = {"_xyro_state": state}
+    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), attrs)
+    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), attrs)
+    return {
+        "http": type("PinnedHTTPConnectionPool", (_PinnedPoolMixin, HTTPConnectionPool),
+                     {**attrs, "ConnectionCls": http_conn}),
+        "https": type("PinnedHTTPSConnectionPool", (_PinnedPoolMixin, HTTPSConnectionPool),
+                      {**attrs, "ConnectionCls": https_conn}),
+    }
+
+
+class _PinnedAdapter(HTTPAdapter):
+    def __init__(self, pool_classes: dict[str, type], **kwargs: Any) -> None:
+        self._pool_classes = pool_classes   # before super(): it calls init_poolmanager
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = self._pool_classes
+
+
+def _norm_host(host: str) -> str:
+    return host.strip("[]").rstrip(".").lower()
+
+
+@dataclass
+class _Draft:
+    url: str
+    final_url: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    content_type: str | None = None
+    charset: str | None = None
+    not_modified: bool = False
+    redirects: list[str] = field(default_factory=list)
+    retry_after_s: float | None = None
+    bytes_on_wire: int = 0
+    last_modified: float | None = None
+    etag: str | None = None
+
+
+class Fetcher:
+    """Thread-safe fetcher; one instance serves all worker threads."""
+
+    def __init__(self, limits: FetchLimits, user_agent: str, resolver: Resolver, clock: Clock,
+                 redirect_check: RedirectCheck | None = None, *,
+                 max_host_pools: int = 1024, max_per_host: int = 4) -> None:
+        if any(ch in user_agent for ch in "\r\n\0"):
+            raise ValueError(f"user agent {user_agent!r} contains CR/LF/NUL")
+        self._limits = limits
+        self._resolver = resolver
+        self._clock = clock
+        self._redirect_check = redirect_check
+        self._headers = {
+            "User-Agent": user_agent,
+            "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,text/xml;q=0.9,"
+                      "*/*;q=0.5",
+            "Accept-Encoding": "gzip, deflate, br",   # exactly what xyro.body decodes
+            "Connection": "keep-alive",
+        }
+        self._watchdog = _Watchdog()
+        self._state = _ConnState(self._watchdog)
+        self._adapter = _PinnedAdapter(
+            _pool_classes(self._state), pool_connections=max_host_pools,
+            pool_maxsize=max_per_host, max_retries=Retry(0, read=False, redirect=False))
+        self._sessions = threading.local()
+
+    @property
+    def limits(self) -> FetchLimits:
+        return self._limits
+
+    def close(self) -> None:
+        """Close pooled connections and stop the watchdog thread."""
+        self._adapter.close()
+        self._watchdog.close()
+
+    def fetch(self, url: str, *, etag: str | None = None, last_modified: float | None = None,
+              stop: threading.Event | None = None) -> FetchResult:
+        """GET ``url`` (conditionally if validators are given); never raises for bad input."""
+        started_at = self._clock.now()
+        t0 = time.monotonic()
+        draft = _Draft(url=url, final_url=url)
+        ctx = _Context(deadline=t0 + self._limits.deadline_s, stop=stop)
+        kind: ErrorKind | None = None
+        detail: str | None = None
+        if stop is not None and stop.is_set():
+            kind, detail = ErrorKind.TIMEOUT, f"stop requested before fetching {url}"
+        else:
+            self._watchdog.arm(ctx)
+            self._state.local.ctx = ctx
+            try:
+                self._follow(draft, ctx, self._conditional_headers(etag, last_modified))
+            except _Failure as failure:
+                kind, detail = failure.kind, failure.detail
+            finally:
+                self._state.local.ctx = None
+                self._watchdog.finish(ctx)
+        return FetchResult(
+            url=draft.url, final_url=draft.final_url, status=draft.status,
+            headers=draft.headers, body=draft.body if kind is None else b"",
+            content_type=draft.content_type, charset=draft.charset,
+            not_modified=draft.not_modified and kind is None,
+            redirects=tuple(draft.redirects), error_kind=kind, error_detail=detail,
+            started_at=started_at, finished_at=self._clock.now(),
+            elapsed_s=time.monotonic() - t0, retry_after_s=draft.retry_after_s,
+            bytes_on_wire=draft.bytes_on_wire, last_modified=draft.last_modified,
+            etag=draft.etag)
+
+    # -- the hop loop ---------------------------------------------------------------------
+
+    def _follow(self, draft: _Draft, ctx: _Context, extra: dict[str, str]) -> None:
+        current = draft.url
+        self._check_first(current)
+        seen = {urldefrag(current)[0]}
+        for hop in range(self._limits.max_redirects + 1):
+            prepared = self._prepare(current, extra)
+            draft.final_url = prepared.url or current
+            ctx.host = _norm_host(parse_url(prepared.url).host or "")
+            ctx.addresses = self._addresses(ctx.host, prepared.url or current)
+            response = self._send(prepared, ctx)
+            if response.status_code not in REDIRECT_STATUSES:
+                self._consume(draft, response, ctx)
+                return
+            location = response.headers.get("location")
+            draft.status = response.status_code
+            self._discard(response, draft)
+            if not location:
+                raise _Failure(ErrorKind.REDIRECT,
+                               f"HTTP {response.status_code} from {current} has no Location")
+            target = urldefrag(urljoin(draft.final_url, location.strip()))[0]
+            draft.redirects.append(target)
+            if target in seen:
+                raise _Failure(ErrorKind.REDIRECT, f"redirect loop: {current} -> {target}, "
+                                                   f"seen before in this fetch")
+            if hop == self._limits.max_redirects:
+                raise _Failure(ErrorKind.REDIRECT,
+                               f"more than {self._limits.max_redirects} redirects from "
+                               f"{draft.url} (last to {target})")
+            self._check_hop(current, target)
+            seen.add(target)
+            current = target
+
+    def _check_first(self, url: str) -> None:
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise _Failure(ErrorKind.SCOPE, f"{url}: only http and https URLs are fetched")
+        if suffix_skipped(url, self._limits.skip_suffixes):
+            raise _Failure(ErrorKind.CONTENT_TYPE, f"{url}: suffix is in the skip list")
+
+    def _check_hop(self, source: str, target: str) -> None:
+        scheme = urlsplit(target).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
+                                               f"scheme {scheme!r} is not http/https")
+        if suffix_skipped(target, self._limits.skip_suffixes):
+            raise _Failure(ErrorKind.CONTENT_TYPE, f"redirect from {source} to {target} "
+                                                   f"refused: suffix is in the skip list")
+        if self._redirect_check is not None:
+            refused = self._redirect_check(target)
+            if refused is not None:
+                raise _Failure(refused, f"redirect from {source} to {target} refused: {refused}")
+
+    def _addresses(self, host: str, url: str) -> tuple[str, ...]:
+        try:
+            addresses = self._resolver.resolve(host)
+        except DnsError as exc:
+            raise _Failure(ErrorKind.DNS, f"{url}: {exc}") from None
+        if self._limits.allow_private_addresses:
+            return addresses
+        allowed = tuple(a for a in addresses if address_refusal(a) is None)
+        if not allowed:
+            reasons = ", ".join(f"{a} ({address_refusal(a)})" for a in addresses)
+            raise _Failure(ErrorKind.ADDRESS,
+                           f"{url}: {host} has only refused addresses: {reasons}; set "
+                           f"allow_private_addresses to crawl such hosts")
+        return allowed
+
+    # -- one request ----------------------------------------------------------------------
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._sessions, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False
+            session.headers.clear()
+            session.headers.update(self._headers)
+            session.mount("http://", self._adapter)
+            session.mount("https://", self._adapter)
+            self._sessions.session = session
+        return session
+
+    def _prepare(self, url: str, extra: dict[str, str]) -> requests.PreparedRequest:
+        try:
+            return self._session().prepare_request(requests.Request("GET", url, headers=extra))
+        except (requests.exceptions.RequestException, ValueError, UnicodeError) as exc:
+            raise _Failure(ErrorKind.PARSE, f"{url}: not a fetchable URL: {exc}") from None
+
+    def _send(self, prepared: requests.PreparedRequest, ctx: _Context) -> requests.Response:
+        limits = self._limits
+        try:
+            # Not Session.send: it would read a 3xx body (see the module docstring).
+            return self._adapter.send(prepared, stream=True, verify=True, proxies={},
+                                      timeout=(limits.connect_timeout_s, limits.read_timeout_s))
+        except _Unpinned as exc:
+            raise _Failure(ErrorKind.ADDRESS, f"{prepared.url}: {exc}") from None
+        except requests.exceptions.ConnectTimeout:
+            raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{prepared.url}: connect timed out "
+                                   f"after {limits.connect_timeout_s:g} s") from None
+        except requests.exceptions.ReadTimeout:
+            raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{prepared.url}: no response "
+                                   f"within {limits.read_timeout_s:g} s") from None
+        except requests.exceptions.ConnectionError as exc:
+            raise self._io_failure(ctx, ErrorKind.CONNECT,
+                                   f"{prepared.url}: {_reason(exc)}") from None
+        except (requests.exceptions.RequestException, ValueError, UnicodeError) as exc:
+            raise _Failure(ErrorKind.PARSE, f"{prepared.url}: {exc}") from None
+
+    def _io_failure(self, ctx: _Context, kind: ErrorKind, detail: str) -> _Failure:
+        """The deadline or the stop event explains any I/O error that follows them."""
+        if ctx.expired == "deadline":
+            return _Failure(ErrorKind.TIMEOUT, f"total deadline of {self._limits.deadline_s:g} "
+                                               f"s passed ({detail})")
+        if ctx.expired == "stop":
+            return _Failure(ErrorKind.TIMEOUT, f"stop requested during the fetch ({detail})")
+        return _Failure(kind, detail)
+
+    def _consume(self, draft: _Draft, response: requests.Response, ctx: _Context) -> None:
+        """Record a final (non-redirect) response and read its body under the caps."""
+        limits = self._limits
+        status = response.status_code
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        draft.status, draft.headers = status, headers
+        draft.content_type = mime_type(headers.get("content-type"))
+        charset = _CHARSET.search(headers.get("content-type", ""))
+        draft.charset = charset.group(1).lower() if charset else None
+        draft.etag = headers.get("etag")
+        draft.last_modified = parse_http_date(headers.get("last-modified"))
+        if status in (429, 503):
+            draft.retry_after_s = parse_retry_after(headers.get("retry-after"), self._clock.now())
+        if status == 304:
+            draft.not_modified = True
+            self._discard(response, draft)
+            return
+        if not 200 <= status < 300:
+            self._discard(response, draft)
+            raise _Failure(ErrorKind.HTTP_STATUS, f"HTTP {status} for {draft.final_url}")
+        if not content_type_accepted(draft.content_type, limits.accept_content_types):
+            response.close()
+            raise _Failure(ErrorKind.CONTENT_TYPE,
+                           f"{draft.final_url}: Content-Type {draft.content_type} not accepted")
+        length = _content_length(headers)
+        if length is not None and length > limits.max_body_bytes:
+            response.close()
+            raise _Failure(ErrorKind.TOO_LARGE, f"{draft.final_url}: Content-Length {length} "
+                                                f"exceeds the cap {limits.max_body_bytes}")
+        try:
+            decoder = Decoder(parse_content_encoding(headers.get("content-encoding")),
+                              limits.max_decoded_bytes)
+            try:
+                draft.body = read_capped(lambda n: response.raw.read(n, decode_content=False),
+                                         decoder, limits.max_body_bytes)
+            finally:
+                draft.bytes_on_wire += decoder.wire_bytes
+        except BodyTooLarge as exc:
+            raise _Failure(ErrorKind.TOO_LARGE, f"{draft.final_url}: {exc}") from None
+        except BodyEncodingError as exc:
+            raise self._io_failure(ctx, ErrorKind.ENCODING, f"{draft.final_url}: {exc}") from None
+        except ReadTimeoutError:
+            raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{draft.final_url}: body stalled "
+                                   f"for {limits.read_timeout_s:g} s") from None
+        except _IO_ERRORS as exc:
+            raise self._io_failure(ctx, ErrorKind.CONNECT, f"{draft.final_url}: connection "
+                                   f"broken while reading the body: {exc}") from None
+        finally:
+            response.close()
+        if ctx.expired:   # a shut-down socket may look like a clean end of body
+            raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{draft.final_url}: body cut")
+
+    def _discard(self, response: requests.Response, draft: _Draft) -> None:
+        """Close without reading; only a tiny announced body is drained to keep the socket."""
+        length = _content_length({"content-length": response.headers.get("content-length", "")})
+        if length is not None and length <= _DRAIN_BYTES:
+            try:
+                draft.bytes_on_wire += len(response.raw.read(_DRAIN_BYTES + 1,
+                                                             decode_content=False))
+            except _IO_ERRORS:
+                pass   # the socket is closed below; nothing of this body is needed
+        response.close()
+
+    @staticmethod
+    def _conditional_headers(etag: str | None, last_modified: float | None) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if etag and not any(ch in etag for ch in "\r\n\0"):
+            headers["If-None-Match"] = etag
+        if last_modified is not None:
+            headers["If-Modified-Since"] = formatdate(last_modified, usegmt=True)
+        return headers
+
+
+def _content_length(headers: dict[str, str]) -> int | None:
+    value = headers.get("content-length", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost readable cause of a requests/urllib3 error."""
+    reason: Any = exc.args[0] if exc.args else exc
+    reason = getattr(reason, "reason", reason)
+    return str(reason)
