@@ -51,8 +51,8 @@ stopped early:
 
 - the body is empty or only whitespace;
 - it is binary (C0 control characters, NUL included, make up more than 5 % of the first
-  4096 characters: text in any encoding never does; this is the WHATWG "binary data byte"
-  idea), or it has no ``<`` at all (plain text, not HTML);
+  4096 characters, and at least 16 of them: text in any encoding never does; this is the
+  WHATWG "binary data byte" idea), or it has no ``<`` at all (plain text, not HTML);
 - lxml returned no root element or raised;
 - libxml2 stopped with a fatal error (nesting deeper than 2048 elements, resource limits):
   the links found before that point are still returned (a partial result with ``error`` set).
@@ -79,6 +79,7 @@ MAX_CANDIDATES = 4 * MAX_LINKS
 MAX_TITLE_CHARS = 512
 BINARY_SNIFF_CHARS = 4096
 BINARY_SHARE = 0.05
+BINARY_MIN_COUNT = 16  # a few stray NULs in a short page are not enough
 FALLBACK_ENCODING = "utf-8"
 
 LinkKind = Literal["a", "area", "frame", "iframe", "alternate", "refresh"]
@@ -355,8 +356,9 @@ def _not_html(text: str) -> str | None:
         return "parse: empty document"
     head = text[:BINARY_SNIFF_CHARS]
     if _BINARY_CHARS.search(head) is not None:
-        share = len(_BINARY_CHARS.findall(head)) / len(head)
-        if share > BINARY_SHARE:
+        count = len(_BINARY_CHARS.findall(head))
+        share = count / len(head)
+        if share > BINARY_SHARE and count >= BINARY_MIN_COUNT:
             return f"parse: binary content, not HTML ({share:.0%} control characters at the start)"
     if "<" not in text:
         return "parse: no HTML markup (plain text, no '<' at all)"
