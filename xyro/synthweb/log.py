@@ -1,0 +1,76 @@
+"""The synthetic web's request log: every request served, for tests to check crawlers by.
+
+Times: ``start``/``end`` are real monotonic seconds (``time.monotonic``), ``clock`` is the
+injected clock's time at the start (what politeness rules are stated in).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    start: float
+    end: float
+    clock: float
+    host: str
+    port: int
+    method: str
+    target: str              # path + query as requested
+    status: int
+    bytes: int               # body bytes actually written
+    user_agent: str | None
+    if_none_match: str | None
+    if_modified_since: str | None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.target}"
+
+
+class RequestLog:
+    """Thread-safe, append-only list of :class:`RequestRecord`."""
+
+    def __init__(self) -> None:
+        self._records: list[RequestRecord] = []
+        self._lock = threading.Lock()
+
+    def add(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def requests(self, host: str | None = None, path: str | None = None,
+                 status: int | None = None, method: str | None = None) -> list[RequestRecord]:
+        """Records in completion order, filtered; ``path`` matches the target without query."""
+        with self._lock:
+            records = list(self._records)
+        return [r for r in records
+                if (host is None or r.host == host)
+                and (path is None or r.target.split("?", 1)[0] == path)
+                and (status is None or r.status == status)
+                and (method is None or r.method == method)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def dump_jsonl(self, path: Path | str) -> int:
+        """Write every record as one JSON object per line; returns the count."""
+        records = self.requests()
+        Path(path).write_text("".join(json.dumps(asdict(r)) + "\n" for r in records),
+                              encoding="utf-8")
+        return len(records)
+
+    @staticmethod
+    def load_jsonl(path: Path | str) -> list[RequestRecord]:
+        lines: Iterable[str] = Path(path).read_text(encoding="utf-8").splitlines()
+        return [RequestRecord(**json.loads(line)) for line in lines if line.strip()]
