@@ -108,12 +108,17 @@ class RobotsCache:
             entry = self._live(origin, now)
             return NEEDS_FETCH if entry is None else entry.state
 
-    def verdict(self, url: str, now: float | None = None) -> Literal["allowed", "disallowed", "unknown"]:
-        """For one URL: allowed, disallowed (by rules or disallow-all), or unknown (fetch first)."""
-        try:
-            origin = robots_origin(url)
-        except ValueError:
-            return "disallowed"
+    def verdict(self, url: str, now: float | None = None, origin: str | None = None,
+                ) -> Literal["allowed", "disallowed", "unknown"]:
+        """For one URL: allowed, disallowed (by rules or disallow-all), or unknown (fetch first).
+
+        ``origin``: the URL's :func:`robots_origin` if the caller has it already.
+        """
+        if origin is None:
+            try:
+                origin = robots_origin(url)
+            except ValueError:
+                return "disallowed"
         if url == robots_url(origin):
             return "allowed"
         st = self.state(origin, now)
@@ -127,9 +132,9 @@ class RobotsCache:
             ok = st.rules.can_fetch(url, self.token)
         return "allowed" if ok else "disallowed"
 
-    def allowed(self, url: str, now: float | None = None) -> bool:
+    def allowed(self, url: str, now: float | None = None, origin: str | None = None) -> bool:
         """True only if robots.txt is known and lets us fetch ``url`` (unknown → False)."""
-        return self.verdict(url, now) == "allowed"
+        return self.verdict(url, now, origin) == "allowed"
 
     def crawl_delay(self, origin: str) -> float:
         """Crawl-delay in seconds for our token (0 if none or unknown), capped."""

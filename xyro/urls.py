@@ -112,6 +112,13 @@ def robots_origin(url: str) -> str:
     return f"{scheme}://{_netloc(host, port, scheme)}"
 
 
+def url_keys(url: str) -> tuple[str, str]:
+    """(:func:`host_key`, :func:`robots_origin`) of ``url`` from one parse."""
+    scheme, host, port = _split_authority(url)
+    netloc = _netloc(host, port, scheme)
+    return netloc, f"{scheme}://{netloc}"
+
+
 def robots_url(origin: str) -> str:
     """The robots.txt URL of an origin from :func:`robots_origin`."""
     return origin.rstrip("/") + "/robots.txt"

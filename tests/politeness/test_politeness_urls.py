@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xyro.clock import ManualClock
-from xyro.urls import Scope, TrapGuard, canonicalize, host_key, robots_origin, robots_url
+from xyro.urls import Scope, TrapGuard, canonicalize, host_key, robots_origin, robots_url, url_keys
 
 T0 = 1_700_000_000.0  # the start of the conftest clock
 
@@ -82,6 +82,7 @@ def test_host_key_and_robots_origin() -> None:
     assert robots_origin("https://Example.com:443/a?b") == "https://example.com"
     assert robots_origin("http://example.com:8080/a") == "http://example.com:8080"
     assert robots_url(robots_origin("http://h:81/x")) == "http://h:81/robots.txt"
+    assert url_keys("https://H.org:8443/a") == ("h.org:8443", "https://h.org:8443")
     with pytest.raises(ValueError, match="not an http"):
         host_key("mailto:x@y")
 
