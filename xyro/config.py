@@ -21,7 +21,7 @@ import difflib
 import os
 import re
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -32,16 +32,14 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
     ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from xyro.config_yaml import YamlProblem, describe, format_number, key_near, load_document, \
-    looks_numeric, parse_setting, read_text
+from xyro.config_yaml import KeyPath, YamlProblem, describe, format_number, key_near, \
+    load_document, looks_numeric, parse_setting, read_text
 from xyro.errors import XyroError
 
 DEFAULT_PATH = Path("config") / "xyro.yaml"
 CONFIG_ENV = "XYRO_CONFIG"
 ENV_PREFIX = "XYRO_"
 MAX_FILE_BYTES = 1 << 20
-
-KeyPath = tuple[str | int, ...]
 
 
 class ConfigError(XyroError):
@@ -76,18 +74,6 @@ def _http_url(value: str) -> str:
     return value
 
 
-_DOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
-                     r"(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$")
-
-
-def _domain(value: str) -> str:
-    host = value.lower().rstrip(".")
-    if not _DOMAIN.match(host):
-        raise _invalid(f"must be a host name like example.org (its subdomains are included; "
-                       f"no scheme, port, path or wildcard), got {value!r}")
-    return host
-
-
 def _regex(value: str) -> str:
     try:
         re.compile(value)
@@ -96,43 +82,39 @@ def _regex(value: str) -> str:
     return value
 
 
-def _suffix(value: str) -> str:
-    if not re.fullmatch(r"\.[A-Za-z0-9._+-]+", value):
-        raise _invalid(f"must be a file-name ending that starts with a dot, like .jpg, "
-                       f"got {value!r}")
-    return value.lower()
+def _matching(pattern: str, wanted: str,
+              normalize: Callable[[str], str] = str) -> AfterValidator:
+    """A text check: the normalized value must match ``pattern`` in full."""
+    compiled = re.compile(pattern, re.DOTALL)
+
+    def check(value: str) -> str:
+        norm = normalize(value)
+        if not compiled.fullmatch(norm):
+            raise _invalid(f"must be {wanted}, got {value!r}")
+        return norm
+    return AfterValidator(check)
 
 
-def _media_type(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+", value.lower()):
-        raise _invalid(f"must be a media type like text/html (no parameters), got {value!r}")
-    return value.lower()
-
-
-def _header_text(value: str) -> str:
-    if not re.fullmatch(r"[!-~](?:[ -~]*[!-~])?", value):
-        raise _invalid(f"must be printable ASCII on one line, without leading or trailing "
-                       f"spaces (it goes into an HTTP header), got {value!r}")
-    return value
-
-
-def _file_path(value: str) -> str:
-    if not value.strip() or "\0" in value:
-        raise _invalid(f"must be a file-system path, got {value!r}")
-    return value
-
-
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_TOKEN = r"[a-z0-9!#$&^_.+-]+"
 def _list_to_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
-Domain = Annotated[str, AfterValidator(_domain)]
 Regex = Annotated[str, AfterValidator(_regex)]
-Suffix = Annotated[str, AfterValidator(_suffix)]
-MediaType = Annotated[str, AfterValidator(_media_type)]
-HeaderText = Annotated[str, AfterValidator(_header_text)]
-FilePath = Annotated[str, AfterValidator(_file_path)]
+Domain = Annotated[str, _matching(
+    rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*", "a host name like example.org (its "
+    "subdomains are included; no scheme, port, path or wildcard)",
+    lambda host: host.lower().rstrip("."))]
+Suffix = Annotated[str, _matching(r"\.[a-z0-9._+-]+", "a file-name ending that starts "
+                                  "with a dot, like .jpg", str.lower)]
+MediaType = Annotated[str, _matching(f"{_TOKEN}/{_TOKEN}", "a media type like text/html "
+                                     "(no parameters)", str.lower)]
+HeaderText = Annotated[str, _matching(r"[!-~](?:[ -~]*[!-~])?", "printable ASCII on one "
+                                      "line without leading or trailing spaces (it goes into "
+                                      "an HTTP header)")]
+FilePath = Annotated[str, _matching(r"[^\0]*\S[^\0]*", "a file-system path")]
 # Tuples keep the config hashable; YAML lists (and Python lists) are accepted as input.
 Urls = Annotated[tuple[HttpUrl, ...], BeforeValidator(_list_to_tuple)]
 Domains = Annotated[tuple[Domain, ...], BeforeValidator(_list_to_tuple)]
@@ -381,7 +363,8 @@ class _Layers:
             raise ConfigError("empty key segment; nest keys with exactly two underscores, "
                               "e.g. XYRO_CRAWLER__WORKERS=8", key=None, source=source)
         target = _schema_target(parts, source, env_name=name)
-        self._set(parts, _setting(text, target, parts, source), _Origin(source, rank=2))
+        self._set(parts, _setting(text, target, parts, source),
+                  _Origin(source, rank=2, plain_text=text.strip()))
 
     def add_override(self, item: str) -> None:
         source = "command line"
@@ -395,9 +378,15 @@ class _Layers:
             raise ConfigError(f"bad key {key!r}; keys are dotted names like crawler.workers",
                               key=key, source=source)
         target = _schema_target(parts, source)
-        self._set(parts, _setting(text, target, parts, source), _Origin(source, rank=3))
+        self._set(parts, _setting(text, target, parts, source),
+                  _Origin(source, rank=3, plain_text=text.strip()))
 
     def _set(self, parts: tuple[str, ...], value: Any, origin: _Origin) -> None:
+        if isinstance(value, dict) and _section_at(parts) is not None:
+            # A section given whole merges key by key; each key keeps its own origin.
+            for name, item in value.items():
+                self._set(parts + (name,), item, origin)
+            return
         self.origins = {p: o for p, o in self.origins.items() if p[:len(parts)] != parts}
         self.origins[parts] = origin
         node = self.data
@@ -408,8 +397,7 @@ class _Layers:
             if not isinstance(child, dict):
                 return  # the lower layer wrote a non-section here; validation reports it
             node = child
-        old = node.get(parts[-1])
-        node[parts[-1]] = _deep_merge(old, value) if isinstance(old, dict) else value
+        node[parts[-1]] = value
 
     def validate(self) -> XyroConfig:
         _fill_empty_sections(self.data, XyroConfig)
@@ -424,16 +412,6 @@ def _setting(text: str, target: Any, parts: tuple[str, ...], source: str) -> Any
         return parse_setting(text, _kind(target))
     except YamlProblem as exc:
         raise ConfigError(exc.reason, key=_dotted(parts), source=source) from None
-
-
-def _deep_merge(old: dict[str, Any], new: Any) -> Any:
-    if not isinstance(new, dict):
-        return new
-    merged = dict(old)
-    for key, value in new.items():
-        merged[key] = _deep_merge(merged[key], value) if isinstance(merged.get(key), dict) \
-            else value
-    return merged
 
 
 def _fill_empty_sections(data: dict[str, Any], model: type[BaseModel]) -> None:

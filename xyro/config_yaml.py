@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path as FsPath
+from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -34,7 +34,7 @@ _KEY_LINE = re.compile(r"^([ \t]*)([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]|$)")
 class YamlProblem(Exception):
     """The text is not a usable YAML configuration document."""
 
-    def __init__(self, reason: str, line: int | None = None, path: Path = ()) -> None:
+    def __init__(self, reason: str, line: int | None = None, path: KeyPath = ()) -> None:
         super().__init__(reason)
         self.reason, self.line, self.path = reason, line, path
 
@@ -44,9 +44,9 @@ class YamlDocument:
     """Constructed data plus, per path, the line it was written on and its plain text."""
 
     data: Any
-    lines: dict[Path, int] = field(default_factory=dict)
+    lines: dict[KeyPath, int] = field(default_factory=dict)
     #: Source text of plain (unquoted) scalars that YAML did not read as text, e.g. ``no``.
-    plain_text: dict[Path, str] = field(default_factory=dict)
+    plain_text: dict[KeyPath, str] = field(default_factory=dict)
 
 
 class _Loader(yaml.SafeLoader):
@@ -113,12 +113,12 @@ def _syntax_problem(exc: yaml.MarkedYAMLError) -> YamlProblem:
 class _Walk:
     """One pass over the node tree: duplicate/non-text keys, lines, plain scalar text."""
 
-    def __init__(self, lines: dict[Path, int], plain_text: dict[Path, str]) -> None:
+    def __init__(self, lines: dict[KeyPath, int], plain_text: dict[KeyPath, str]) -> None:
         self.lines, self.plain_text = lines, plain_text
         # Aliased nodes are walked once: keeps "billion laughs" documents linear.
         self.seen: set[int] = set()
 
-    def node(self, node: Node, path: Path, depth: int) -> None:
+    def node(self, node: Node, path: KeyPath, depth: int) -> None:
         if id(node) in self.seen:
             return
         self.seen.add(id(node))
@@ -133,7 +133,7 @@ class _Walk:
         elif isinstance(node, ScalarNode) and node.style is None and node.tag != _STR_TAG:
             self.plain_text[path] = node.value
 
-    def mapping(self, node: MappingNode, path: Path, depth: int) -> None:
+    def mapping(self, node: MappingNode, path: KeyPath, depth: int) -> None:
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
             line = key_node.start_mark.line + 1
@@ -157,7 +157,7 @@ class _Walk:
             self.node(value_node, path + (name,), depth + 1)
 
 
-def read_text(path: FsPath, max_bytes: int) -> str:
+def read_text(path: Path, max_bytes: int) -> str:
     """The file as text: at most ``max_bytes``, UTF-8 (a BOM is allowed).
 
     A missing file raises FileNotFoundError (the caller knows how the name was chosen).

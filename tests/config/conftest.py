@@ -9,9 +9,6 @@ import pytest
 
 from xyro.config import ConfigError, XyroConfig, load_config
 
-SHIPPED = Path(__file__).resolve().parents[2] / "config" / "xyro.yaml"
-
-
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may pick up ./config/xyro.yaml from wherever pytest was started."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xyro.config import ConfigError
+from xyro.config import ConfigError, load_config
 
 PYDANTIC_WORDS = ("Input should", "validation error", "pydantic", "type=", "For further")
 
@@ -212,6 +212,8 @@ def test_command_line_side_of_a_cross_field_rule_is_named(
     ({"XYRO_CRAWLER__WORKERS": "many"}, "crawler.workers", "whole number, got 'many'"),
     ({"XYRO_CRAWLER__WORKERS": "0"}, "crawler.workers", "must be ≥ 1, got 0"),
     ({"XYRO_CRAWLER__WORKERS": ""}, "crawler.workers", "got nothing"),
+    ({"XYRO_CRAWLER__WORKERS": "yes"}, "crawler.workers", "yes, which YAML reads as true"),
+    ({"XYRO_CRAWLER__WORKERS": "{}"}, "crawler.workers", "whole number, got a section"),
     ({"XYRO_LOG__LEVEL": "loud"}, "log.level", "one of debug, info, warning, error"),
     ({"XYRO_SEEDS": "[\"https://a.example/\", ftp://b/]"}, "seeds[1]", "http:// or https://"),
     ({"XYRO_SEEDS": "[unclosed"}, "seeds", "not a valid YAML value"),
@@ -261,7 +263,6 @@ def test_bad_overrides(fails: Callable[..., ConfigError], item: str, key: str | 
 # --- files --------------------------------------------------------------------------------------
 
 def test_missing_explicit_file(tmp_path: Path) -> None:
-    from xyro.config import load_config
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "nope.yaml", env={})
     assert info.value.source == str(tmp_path / "nope.yaml")
@@ -270,14 +271,12 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
 
 
 def test_missing_file_named_by_xyro_config(tmp_path: Path) -> None:
-    from xyro.config import load_config
     with pytest.raises(ConfigError) as info:
         load_config(None, env={"XYRO_CONFIG": str(tmp_path / "gone.yaml")})
     assert "no such file (named by XYRO_CONFIG)" in info.value.reason
 
 
 def test_directory_and_binary_files(tmp_path: Path) -> None:
-    from xyro.config import load_config
     with pytest.raises(ConfigError, match="is a directory"):
         load_config(tmp_path, env={})
     binary = tmp_path / "bin.yaml"
@@ -288,7 +287,6 @@ def test_directory_and_binary_files(tmp_path: Path) -> None:
 
 
 def test_oversized_file_is_refused(tmp_path: Path) -> None:
-    from xyro.config import load_config
     big = tmp_path / "big.yaml"
     big.write_text("# " + "x" * (1 << 20) + "\n")
     with pytest.raises(ConfigError, match="larger than"):

@@ -177,3 +177,15 @@ def test_coverage_check_sees_a_missing_key(write: Callable[[str], Path]) -> None
     doc = load_document(text, require_mapping=True)
     assert ("crawler", "workers") not in doc.lines
     assert ("crawler", "user_agent") in doc.lines
+
+
+def test_whole_section_from_env_merges_and_keeps_origins(load: Callable[..., XyroConfig],
+                                                         fails: Callable[..., ConfigError]
+                                                         ) -> None:
+    assert load(FILE, {"XYRO_CRAWLER": "{}"}).crawler.workers == 2
+    assert load(FILE, overrides=["crawler.politeness={}"]).crawler.politeness.delay_s == 1.5
+    # A bad file key next to an env-set section is still blamed on the file line.
+    err = fails("crawler:\n  workers: 0\n", env={"XYRO_CRAWLER": "{user_agent: B/2}"})
+    assert (err.key, err.line) == ("crawler.workers", 2)
+    err = fails(FILE, env={"XYRO_CRAWLER": "{workers: -3}"})
+    assert (err.key, err.source) == ("crawler.workers", "environment XYRO_CRAWLER")
