@@ -50,8 +50,7 @@ _ELEMENT = re.compile(r"<([A-Za-z_][\w.:-]*)")
 
 def suffix_skipped(url: str, suffixes: frozenset[str] | set[str] = DEFAULT_SKIP_SUFFIXES) -> bool:
     """True when the URL's path ends with a skipped suffix (query and fragment ignored)."""
-    path = urlsplit(url).path.lower()
-    name = path.rsplit("/", 1)[-1]
+    name = _path(url).rsplit("/", 1)[-1]
     dot = name.rfind(".")
     return dot > 0 and name[dot:] in suffixes
 
@@ -103,7 +102,7 @@ def classify(result: FetchResult) -> Kind:
     """html, xml, dtd or other, from the Content-Type corrected by the first bytes."""
     mime = result.content_type or ""
     guess, has_decl = sniff(result.body)
-    path = urlsplit(result.final_url).path.lower()
+    path = _path(result.final_url)
     if mime == "application/xml-dtd":
         return "dtd"
     if path.endswith(_DTD_SUFFIXES) and guess == "dtd":
@@ -134,6 +133,14 @@ def html_encoding(result: FetchResult, default: str = "utf-8") -> str:
     if encoding in ("utf-16", "utf-32"):
         encoding += "-be"   # no BOM: big-endian by definition
     return encoding or default
+
+
+def _path(url: str) -> str:
+    """The lowercased path; a URL urlsplit rejects (bad IPv6 brackets) is cut by hand."""
+    try:
+        return urlsplit(url).path.lower()
+    except ValueError:
+        return url.split("#", 1)[0].split("?", 1)[0].lower()
 
 
 def _head_text(head: bytes) -> str:

@@ -54,8 +54,8 @@ def address_refusal(address: str) -> str | None:
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
         ("not globally routable", not ip.is_global),
     )
     for reason, hit in checks:

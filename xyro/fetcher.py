@@ -426,7 +426,12 @@ class Fetcher:
             if not location:
                 raise _Failure(ErrorKind.REDIRECT,
                                f"HTTP {response.status_code} from {current} has no Location")
-            target = urldefrag(urljoin(draft.final_url, location.strip()))[0]
+            try:
+                target = urldefrag(urljoin(draft.final_url, location.strip()))[0]
+            except ValueError as exc:
+                raise _Failure(ErrorKind.REDIRECT, f"HTTP {response.status_code} from "
+                                                   f"{current}: bad Location {location!r}: "
+                                                   f"{exc}") from None
             draft.redirects.append(target)
             if target in seen:
                 raise _Failure(ErrorKind.REDIRECT, f"redirect loop: {current} -> {target}, "
@@ -440,14 +445,14 @@ class Fetcher:
             current = target
 
     def _check_first(self, url: str) -> None:
-        scheme = urlsplit(url).scheme.lower()
+        scheme = _scheme(url, ErrorKind.PARSE)
         if scheme not in ("http", "https"):
             raise _Failure(ErrorKind.SCOPE, f"{url}: only http and https URLs are fetched")
         if suffix_skipped(url, self._limits.skip_suffixes):
             raise _Failure(ErrorKind.CONTENT_TYPE, f"{url}: suffix is in the skip list")
 
     def _check_hop(self, source: str, target: str) -> None:
-        scheme = urlsplit(target).scheme.lower()
+        scheme = _scheme(target, ErrorKind.REDIRECT)
         if scheme not in ("http", "https"):
             raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
                                                f"scheme {scheme!r} is not http/https")
@@ -594,6 +599,13 @@ class Fetcher:
         if last_modified is not None:
             headers["If-Modified-Since"] = formatdate(last_modified, usegmt=True)
         return headers
+
+
+def _scheme(url: str, kind: ErrorKind) -> str:
+    try:
+        return urlsplit(url).scheme.lower()
+    except ValueError as exc:
+        raise _Failure(kind, f"{url!r} is not a URL: {exc}") from None
 
 
 def _content_length(headers: dict[str, str]) -> int | None:

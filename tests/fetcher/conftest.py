@@ -184,6 +184,21 @@ def free_port() -> int:
     return port
 
 
+def table_getaddrinfo(table: dict[str, list[str]], calls: list[str] | None = None,
+                      ) -> Callable[..., list[tuple]]:
+    """A getaddrinfo that knows only ``table`` (name → IPv4/IPv6 addresses); no real DNS."""
+
+    def lookup(host: str, port: object, *args: object, **kwargs: object) -> list[tuple]:
+        if calls is not None:
+            calls.append(host)
+        if host not in table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                 (a, 0)) for a in table[host]]
+
+    return lookup
+
+
 TEST_LIMITS = FetchLimits(connect_timeout_s=1.0, read_timeout_s=2.0, deadline_s=3.0,
                           max_body_bytes=256 * 1024, max_decoded_bytes=512 * 1024,
                           allow_private_addresses=True)
@@ -191,14 +206,19 @@ TEST_LIMITS = FetchLimits(connect_timeout_s=1.0, read_timeout_s=2.0, deadline_s=
 
 @pytest.fixture
 def make_fetcher() -> Iterator[Callable[..., Fetcher]]:
-    """``make_fetcher(**limit_overrides)``: small test limits, private addresses allowed."""
+    """``make_fetcher(**limit_overrides)``: small test limits, private addresses allowed.
+
+    ``hosts`` gives a fixed name table instead of the system resolver.
+    """
     made: list[tuple[Fetcher, Resolver]] = []
 
-    def build(*, resolver: Resolver | None = None,
+    def build(*, resolver: Resolver | None = None, hosts: dict[str, list[str]] | None = None,
               redirect_check: Callable[[str], ErrorKind | None] | None = None,
               max_per_host: int = 4, **overrides: object) -> Fetcher:
         clock = ManualClock()
-        resolver = resolver or Resolver(clock, timeout_s=2.0)
+        if resolver is None:
+            lookup = socket.getaddrinfo if hosts is None else table_getaddrinfo(hosts)
+            resolver = Resolver(clock, timeout_s=2.0, getaddrinfo=lookup)
         fetcher = Fetcher(replace(TEST_LIMITS, **overrides),  # type: ignore[arg-type]
                           "XyroTest/0.1 (+http://127.0.0.1/contact)", resolver, clock,
                           redirect_check, max_per_host=max_per_host)

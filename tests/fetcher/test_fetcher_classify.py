@@ -1,0 +1,160 @@
+"""Suffix filter, Content-Type + sniffing classification, HTML charset, body decoding."""
+
+from __future__ import annotations
+
+import zlib
+
+import brotli
+import pytest
+
+from xyro.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding
+from xyro.classify import (
+    DEFAULT_ACCEPT_CONTENT_TYPES, classify, content_type_accepted, html_encoding, mime_type,
+    sniff, suffix_skipped,
+)
+from xyro.records import ErrorKind, FetchResult
+
+
+@pytest.mark.parametrize("url, skipped", [
+    ("http://a.org/x.jpg", True), ("http://a.org/x.JPEG?size=2", True),
+    ("http://a.org/dl/file.tar.gz", True), ("http://a.org/v.mp4#t=3", True),
+    ("http://a.org/setup.exe", True), ("http://a.org/f.woff2", True),
+    ("http://a.org/doc.xml", False), ("http://a.org/page.html", False),
+    ("http://a.org/catalog.dtd", False), ("http://a.org/", False),
+    ("http://a.org/img.jpg/view", False), ("http://a.org/a.php?f=x.jpg", False),
+    ("http://a.org/.png", False), ("http://[::1/x.png", True),
+])
+def test_suffix_filter(url: str, skipped: bool) -> None:
+    assert suffix_skipped(url) is skipped
+
+
+def test_suffix_filter_with_a_custom_set() -> None:
+    assert suffix_skipped("http://a.org/x.xml", frozenset({".xml"}))
+    assert not suffix_skipped("http://a.org/x.jpg", frozenset({".xml"}))
+
+
+def _result(body: bytes, content_type: str | None, url: str = "http://a.org/doc") -> FetchResult:
+    headers = {"content-type": content_type} if content_type else {}
+    return FetchResult(url=url, final_url=url, status=200, headers=headers, body=body,
+                       content_type=mime_type(content_type))
+
+
+@pytest.mark.parametrize("body, content_type, url, kind", [
+    (b"<html><body>x</body></html>", "text/html", "http://a.org/", "html"),
+    (b"<div>fragment</div>", "text/html; charset=utf-8", "http://a.org/", "html"),
+    (b"<?xml version='1.0'?><rss version='2.0'/>", "text/html", "http://a.org/f", "xml"),
+    (b'<?xml version="1.0"?>\n<!DOCTYPE html><html xmlns="http://www.w3.org/1999/xhtml"/>',
+     "text/html", "http://a.org/", "html"),
+    (b"<?xml version='1.0'?><catalog/>", "text/plain", "http://a.org/c.txt", "xml"),
+    (b"\xef\xbb\xbf  \n<catalog><item/></catalog>", "text/plain", "http://a.org/c", "xml"),
+    ("<?xml version='1.0' encoding='utf-16'?><a/>".encode("utf-16"), "text/plain",
+     "http://a.org/u16", "xml"),
+    (b"<!-- c --><?pi x?><!DOCTYPE catalog SYSTEM 'c.dtd'><catalog/>", None,
+     "http://a.org/c", "xml"),
+    (b"<!DOCTYPE html>\n<html><p>x</p></html>", "application/xml", "http://a.org/", "html"),
+    (b"  <HTML><BODY>x</BODY></HTML>", "text/xml", "http://a.org/", "html"),
+    (b"<feed xmlns='http://www.w3.org/2005/Atom'/>", "application/atom+xml", "http://a.org/",
+     "xml"),
+    (b"<!ELEMENT catalog (item*)>", "application/xml-dtd", "http://a.org/c", "dtd"),
+    (b"<?xml version='1.0'?>\n<!-- cat -->\n<!ENTITY % x 'y'>", "text/plain",
+     "http://a.org/catalog.dtd", "dtd"),
+    (b"<!ATTLIST item id ID #REQUIRED>", "text/plain", "http://a.org/not-a-dtd", "other"),
+    (b"just some text", "text/plain", "http://a.org/readme", "other"),
+    (b"%PDF-1.4", "application/octet-stream", "http://a.org/x", "other"),
+    (b'{"json": true}', "application/json", "http://a.org/x", "other"),
+    (b"", None, "http://a.org/x", "other"),
+])
+def test_classify(body: bytes, content_type: str | None, url: str, kind: str) -> None:
+    assert classify(_result(body, content_type, url)) == kind
+
+
+def test_sniff_reports_the_xml_declaration() -> None:
+    assert sniff(b"<?xml version='1.0'?>") == ("xml", True)
+    assert sniff(b"<root/>") == ("xml", False)
+    assert sniff(b"plain") == (None, False)
+
+
+def test_content_type_filter() -> None:
+    accepted = DEFAULT_ACCEPT_CONTENT_TYPES
+    assert content_type_accepted("application/rss+xml", accepted)
+    assert content_type_accepted(None, accepted)
+    assert not content_type_accepted("image/png", accepted)
+    assert not content_type_accepted("application/json", accepted)
+    assert mime_type(" Text/HTML ; charset=x") == "text/html"
+    assert mime_type(";") is None
+
+
+@pytest.mark.parametrize("body, header, expected", [
+    (b"<html><meta charset='iso-8859-2'>", "text/html; charset=koi8-r", "koi8-r"),
+    (b"<html><meta charset='iso-8859-2'>", "text/html", "iso8859-2"),
+    (b"\xef\xbb\xbf<html><meta charset='iso-8859-2'>", "text/html; charset=koi8-r", "utf-8"),
+    (b"\xff\xfe<\x00h\x00", "text/html", "utf-16-le"),
+    (b"<html><meta http-equiv='Content-Type' content='text/html; charset=windows-1251'>",
+     None, "cp1251"),
+    (b"<html>plain</html>", "text/html; charset=no-such-codec", "utf-8"),
+    (b"<html>plain</html>", None, "utf-8"),
+])
+def test_html_encoding_order_bom_header_meta(body: bytes, header: str | None,
+                                             expected: str) -> None:
+    assert html_encoding(_result(body, header)) == expected
+
+
+def test_content_encoding_header_parsing() -> None:
+    assert parse_content_encoding("gzip, identity, X-GZIP") == ["gzip", "gzip"]
+    assert parse_content_encoding(None) == []
+    assert parse_content_encoding("") == []
+
+
+def _feed_in_chunks(decoder: Decoder, data: bytes, size: int) -> bytes:
+    for i in range(0, len(data), size):
+        decoder.feed(data[i:i + size])
+    return decoder.finish()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_decoder_round_trips_every_encoding_in_any_chunking(chunk: int) -> None:
+    text = b"<xml>" + bytes(range(256)) * 40 + b"</xml>"
+    gz = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    cases = {
+        "gzip": gz.compress(text) + gz.flush(),
+        "deflate": zlib.compress(text),
+        "br": brotli.compress(text),
+    }
+    cases_raw = raw.compress(text) + raw.flush()
+    for name, data in cases.items():
+        assert _feed_in_chunks(Decoder([name], 10**6), data, chunk) == text, name
+    assert _feed_in_chunks(Decoder(["deflate"], 10**6), cases_raw, chunk) == text
+    assert _feed_in_chunks(Decoder([], 10**6), text, chunk) == text
+
+
+def test_multi_member_gzip_and_trailing_padding() -> None:
+    def member(data: bytes) -> bytes:
+        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return c.compress(data) + c.flush()
+
+    body = member(b"first ") + member(b"second") + b"\x00" * 8
+    assert _feed_in_chunks(Decoder(["gzip"], 100), body, 5) == b"first second"
+
+
+def test_decoder_cap_is_exact() -> None:
+    data = zlib.compress(b"a" * 1000)
+    assert len(_feed_in_chunks(Decoder(["deflate"], 1000), data, 64)) == 1000
+    with pytest.raises(BodyTooLarge, match="cap 999"):
+        _feed_in_chunks(Decoder(["deflate"], 999), data, 64)
+    with pytest.raises(BodyTooLarge, match="cap 10"):
+        Decoder([], 10).feed(b"x" * 11)
+
+
+def test_decoder_refuses_unknown_and_corrupt_streams() -> None:
+    with pytest.raises(BodyEncodingError, match="unsupported Content-Encoding 'compress'"):
+        Decoder(["compress"], 100)
+    with pytest.raises(BodyEncodingError, match="corrupt deflate"):
+        _feed_in_chunks(Decoder(["deflate"], 100), b"\x78\x9c garbage garbage", 4)
+
+
+def test_error_kinds_are_stable_lowercase_strings() -> None:
+    assert [k.value for k in ErrorKind] == [
+        "timeout", "too_large", "http_status", "robots", "parse", "dns", "connect",
+        "redirect", "address", "content_type", "scope", "encoding", "trap"]
+    assert str(ErrorKind.TOO_LARGE) == "too_large"
