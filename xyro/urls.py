@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
 
@@ -23,25 +23,49 @@ from xyro.clock import Clock
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 2048
-_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
+_HOSTNAME = re.compile(rf"^(?:{_LABEL}\.)*{_LABEL}$")
+_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)$", re.S)
 
 
 def _valid_hostname(host: str) -> bool:
     if not host or len(host) > 253:
         return False
-    if host.startswith("[") and host.endswith("]"):
+    if host.startswith("["):
         try:
             ipaddress.IPv6Address(host[1:-1].split("%")[0])
         except ValueError:
             return False
-        return True
-    return all(_LABEL.match(label) for label in host.split("."))
+        return host.endswith("]")
+    return _HOSTNAME.match(host) is not None
 
 
 def _netloc(host: str, port: int | None, scheme: str) -> str:
     if port is None or port == DEFAULT_PORTS.get(scheme):
         return host
     return f"{host}:{port}"
+
+
+def _split_netloc(netloc: str) -> tuple[str, int | None]:
+    """(lowercased host without userinfo or trailing dot, port or None) of a URL authority.
+
+    IPv6 hosts keep their brackets. Raises ValueError for a bad port.
+    """
+    hostport = netloc.rpartition("@")[2]
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        host, rest = hostport[: end + 1], hostport[end + 1:]
+        if end < 0 or (rest and not rest.startswith(":")):
+            raise ValueError(f"bad IPv6 authority {netloc!r}")
+        port_text = rest[1:]
+    else:
+        host, _, port_text = hostport.partition(":")
+    port = None
+    if port_text:
+        if not port_text.isdigit() or int(port_text) > 65535:
+            raise ValueError(f"bad port in {netloc!r}")
+        port = int(port_text)
+    return host.lower().rstrip("."), port
 
 
 def canonicalize(url: str, base: str | None = None, max_length: int = MAX_URL_LENGTH) -> str | None:
@@ -63,36 +87,35 @@ def canonicalize(url: str, base: str | None = None, max_length: int = MAX_URL_LE
     try:
         if base:
             url = urljoin(base, url)
-        scheme = urlsplit(url).scheme.lower()
+        scheme = url.partition(":")[0].lower()
         if scheme not in DEFAULT_PORTS:
             return None
-        canon = canonicalize_url(url)
-        parts = urlsplit(canon)
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port
+        match = _AUTHORITY.match(canonicalize_url(url))
+        if match is None:
+            return None
+        host, port = _split_netloc(match.group(2))
     except (ValueError, UnicodeError):
         return None
-    if ":" in host:
-        host = f"[{host}]"
     if not _valid_hostname(host) or port == 0:
         return None
-    path = parts.path or "/"
-    out = urlunsplit((scheme, _netloc(host, port, scheme), path, parts.query, ""))
+    rest = match.group(3)
+    if not rest.startswith("/"):
+        rest = "/" + rest
+    out = f"{scheme}://{_netloc(host, port, scheme)}{rest}"
     return out if len(out) <= max_length else None
 
 
 def _split_authority(url: str) -> tuple[str, str, int | None]:
+    match = _AUTHORITY.match(url)
+    scheme = match.group(1).lower() if match else ""
+    if scheme not in DEFAULT_PORTS or not match.group(2):
+        raise ValueError(f"URL {url!r} is not an http(s) URL with a host; canonicalize it first")
     try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port
+        host, port = _split_netloc(match.group(2))
     except ValueError as exc:
         raise ValueError(f"cannot find the host of URL {url!r}: {exc}") from exc
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS or not host:
+    if not host:
         raise ValueError(f"URL {url!r} is not an http(s) URL with a host; canonicalize it first")
-    if ":" in host:
-        host = f"[{host}]"
     return scheme, host, port
 
 
@@ -228,8 +251,10 @@ class TrapGuard:
     Pure URL checks: length; a block of 1..``max_block`` path segments repeated
     consecutively more than ``max_repeated_segments`` times (/a/b/a/b/a/b/...); more than
     ``max_path_segments`` segments; more than ``max_query_params`` query parameters; a
-    calendar date more than ``calendar_future_years`` ahead of the clock's year or before
-    ``calendar_min_year`` (endless next-month links). A per-host budget then admits at most
+    calendar date (a year 1000–2999 then a month, as in /2031/05 or ?month=2031-05, or a
+    year= parameter) more than ``calendar_future_years`` ahead of the clock's year or before
+    ``calendar_min_year`` (endless next-month links). The date check is a heuristic (an id
+    like /1234-5 looks like a date); the per-host budget is the backstop for any trap. A per-host budget then admits at most
     ``max_pages_per_host_per_unit`` URLs per host per time unit of ``unit_s`` seconds (the
     counter resets when the unit changes): whatever shape a trap takes, it costs a bounded
     number of fetches per unit.
@@ -298,18 +323,21 @@ class TrapGuard:
         """The pure URL-shape checks of :meth:`check` (no budget)."""
         if len(url) > self.max_url_length:
             return f"URL longer than {self.max_url_length} characters"
-        parts = urlsplit(url)
-        segments = [s for s in parts.path.split("/") if s]
+        match = _AUTHORITY.match(url)
+        if match is None:
+            return "not an http(s) URL with a host"
+        path, _, query = match.group(3).partition("#")[0].partition("?")
+        segments = [s for s in path.split("/") if s]
         if len(segments) > self.max_path_segments:
             return f"path has more than {self.max_path_segments} segments"
         block = self._repeated_block(segments)
         if block:
             return f"path segment block {block!r} repeats more than {self.max_repeated_segments} times"
-        if parts.query:
-            n_params = len(parse_qsl(parts.query, keep_blank_values=True))
+        if query:
+            n_params = sum(1 for p in query.split("&") if p)
             if n_params > self.max_query_params:
                 return f"query has {n_params} parameters (more than {self.max_query_params})"
-        return self._calendar(parts.path + "?" + parts.query)
+        return self._calendar(path + "?" + query)
 
     def _repeated_block(self, segments: list[str]) -> str | None:
         """A block of L segments repeated consecutively more than R times, found in O(n·L)."""
