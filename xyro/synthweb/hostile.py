@@ -181,7 +181,7 @@ class HostileResponder:
         return Reply(200, "text/html; charset=utf-8", body.encode())
 
     def _malformed_html(self, host: int, path: str, now: float) -> Reply:
-        body = (b"<html><head><title>broken<body><div><p>unclosed <b>bold <i>both"
+        body = (b"<html><head><title>broken</title><body><div><p>unclosed <b>bold <i>both"
                 b"\x00\x01\xff\xfe\x80 stray bytes <table><tr><td>cell"
                 b"<a href='/'>home</a><a href=/h/malformed.html?again=1>self</a>"
                 b"<div <p>>< /div></span></html></html><a href=\"/p/none.html\">after")
