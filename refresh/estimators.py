@@ -22,8 +22,14 @@ add *half an observation of the kind never seen*.
 * V = 0 (changed at every visit): a no-change interval of half the shortest change
   interval, i.e. the root of Σ_j c_j/(e^{c_j x} − 1) = min(c)/2. For regular accesses
   (all c_j = I, n of them) this is log(2n + 1)/I, exactly Cho & Garcia-Molina's
-  bias-reduced estimate at X = n. Finite, and governed by the shortest intervals (the only
-  ones that bound the rate from above); it grows like log n as changes keep being seen.
+  bias-reduced estimate at X = n. Finite, governed by the shortest intervals (the only
+  ones that bound the rate from above), growing like log n as changes keep being seen.
+  With a ``resolution`` (the planner's shortest refresh interval, one time unit) the
+  answer is at least log(2C + 1)/resolution: the same estimate as if the changes had been
+  seen at that interval. Without it a fast page that the planner reads rarely is always
+  seen changed, judged slow (≈ 1/interval), planned more rarely still: a self-reinforcing
+  error. The optimistic floor makes the planner look sooner; the first no-change interval
+  then hands over to the MLE.
 
 Both are flagged by their ``source`` and carry no standard error (they are bounds, not fits).
 """
@@ -100,12 +106,18 @@ def fisher_stderr(c: ArrayLike, rate: float) -> float:
     return math.inf if info <= 0.0 else 1.0 / math.sqrt(info)
 
 
-def signature_rate(obs: ChangeObservations) -> RateEstimate:
+def _check_resolution(resolution: float) -> None:
+    if not resolution > 0:  # also rejects NaN
+        raise ValueError(f"resolution {resolution!r} must be > 0 (inf: no cap)")
+
+
+def signature_rate(obs: ChangeObservations, resolution: float = math.inf) -> RateEstimate:
     """The MLE of eq. 9, with the documented answers for C = 0 and V = 0 (module doc).
 
     Raises ValueError when there is no interval at all (one access tells nothing about a
     rate: use a prior, see :func:`refresh.rate_choice.estimate_rate`).
     """
+    _check_resolution(resolution)
     n = obs.intervals.size
     if n == 0:
         raise ValueError("no access interval: a rate needs at least two accesses; use a prior")
@@ -114,7 +126,8 @@ def signature_rate(obs: ChangeObservations) -> RateEstimate:
     if n_c == 0:
         return RateEstimate(0.5 / obs.unchanged_time, RateSource.NEVER_CHANGED, None, n, 0)
     if n_c == n:
-        rate = _solve_score_root(c, 0.5 * float(c.min()))
+        rate = max(_solve_score_root(c, 0.5 * float(c.min())),
+                   math.log(2 * n_c + 1) / resolution)
         return RateEstimate(rate, RateSource.ALWAYS_CHANGED, None, n, n_c)
     rate = _solve_score_root(c, obs.unchanged_time)
     return RateEstimate(rate, RateSource.SIGNATURE_MLE, fisher_stderr(c, rate), n, n_c)
@@ -138,7 +151,8 @@ def log_likelihood(obs: ChangeObservations, x: ArrayLike) -> NDArray[np.float64]
 
 
 def signature_rates(intervals: ArrayLike, changed: ArrayLike, page: ArrayLike,
-                    n_pages: int, prior: float) -> NDArray[np.float64]:
+                    n_pages: int, prior: float,
+                    resolution: float = math.inf) -> NDArray[np.float64]:
     """Vectorised :func:`signature_rate` for many pages at once (same answers, same rules).
 
     ``intervals``/``changed``/``page`` are parallel flat arrays: interval k belongs to page
@@ -155,6 +169,7 @@ def signature_rates(intervals: ArrayLike, changed: ArrayLike, page: ArrayLike,
                          f"[{pg.min() if pg.size else 0}, {pg.max() if pg.size else 0}]")
     if not (math.isfinite(prior) and prior > 0):
         raise ValueError(f"prior rate {prior!r} must be finite and positive")
+    _check_resolution(resolution)
     iv, ch = obs.intervals, obs.changed
     count = np.bincount(pg, minlength=n_pages)
     n_c = np.bincount(pg, weights=ch, minlength=n_pages)
@@ -183,6 +198,7 @@ def signature_rates(intervals: ArrayLike, changed: ArrayLike, page: ArrayLike,
             lo = np.where(g > 0, mid, lo)
             hi = np.where(g > 0, hi, mid)
         rates[idx] = np.exp(0.5 * (lo + hi))
+    rates[always] = np.maximum(rates[always], np.log(2 * n_c[always] + 1) / resolution)
     return rates
 
 
