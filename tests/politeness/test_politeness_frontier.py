@@ -291,3 +291,57 @@ def test_politeness_error_when_the_engine_starts_a_busy_host(frontier: Frontier,
     frontier.pop()
     with pytest.raises(PolitenessError):
         frontier.hosts.start("h.org", clock.now())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_operations_keep_the_books(seed: int) -> None:
+    """Random pushes (with moves up a level and delays), pops, dones and requeues: every URL
+    comes out exactly once per time it was queued, counts always match, nothing is lost."""
+    rng = random.Random(seed)
+    clock = ManualClock(1_700_000_000.0)
+    robots = RobotsCache("XyroBot", clock)
+    frontier = Frontier(HostScheduler(0.5, clock), robots, clock)
+    for h in range(8):
+        robots.store(f"http://h{h}.org", 200, b"User-agent: *\nDisallow: /no\n", clock.now())
+    queued: dict[str, int] = {}  # url → level, our own books
+    running: list[FrontierItem] = []
+    popped: list[str] = []
+    for _ in range(3000):
+        op = rng.random()
+        if op < 0.45:
+            url = f"http://h{rng.randrange(8)}.org/{rng.choice(['p', 'no'])}{rng.randrange(60)}"
+            level = rng.randrange(5)
+            delay = rng.choice([0.0, 0.0, rng.uniform(0, 20)])
+            added = frontier.push(url, level, 0, clock.now() + delay if delay else 0.0)
+            in_progress = any(i.url == url for i in running)
+            expect = not in_progress and (url not in queued or level < queued[url])
+            assert added == expect
+            if added:
+                queued[url] = level
+        elif op < 0.8:
+            item = frontier.pop()
+            if item is not None:
+                assert item.kind in ("fetch", "disallowed")
+                assert queued.pop(item.url) == item.priority
+                if item.kind == "fetch":
+                    running.append(item)
+                    popped.append(item.url)
+                else:
+                    assert "/no" in item.url
+        elif running:
+            item = running.pop(rng.randrange(len(running)))
+            if rng.random() < 0.2:
+                assert frontier.requeue(item, clock.now() + 5)
+                queued[item.url] = item.priority
+            else:
+                frontier.done(item)
+        clock.advance(rng.uniform(0, 0.3))
+        assert len(frontier) == len(queued)
+        assert sum(frontier.sizes().values()) == len(queued)
+        assert frontier.in_progress == len(running)
+        assert all(frontier.hosts.in_flight(f"h{h}.org") <= 1 for h in range(8))
+    for item in running:
+        frontier.done(item)
+    rest = drain(frontier, clock)
+    assert sorted(i.url for i in rest) == sorted(queued)
+    assert len(frontier) == 0 and frontier.hosts_waiting == 0 and frontier.next_ready_time() is None
