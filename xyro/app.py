@@ -1,0 +1,145 @@
+"""The composition root: every component is built here, from one immutable config.
+
+Commands ask the :class:`App` for what they need; no component reaches for configuration,
+the clock or the store by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from metadata import MetadataStore, crawl_queries
+from metadata.writer import Writer
+from xyro.crawler import Crawler, CrawlSettings, Validators
+from xyro.dns import Resolver
+from xyro.fetcher import Fetcher, FetchLimits, user_agent
+from xyro.frontier import Frontier
+from xyro.hosts import HostScheduler
+from xyro.robots import RobotsCache
+from xyro.seenset import SeenSet
+from xyro.urls import Scope, TrapGuard
+from xyro.clock import Clock, WallClock
+from xyro.config import XyroConfig
+from xyro.errors import XyroError
+
+
+@dataclass
+class App:
+    """What a command works with: the config, the clock, and the store it opens on demand."""
+
+    config: XyroConfig
+    clock: Clock = field(default_factory=WallClock)
+
+    @property
+    def database_path(self) -> Path:
+        return Path(self.config.storage.database)
+
+    @property
+    def time_unit_s(self) -> float:
+        return float(self.config.refresh.time_unit_s)
+
+    def current_unit(self) -> int:
+        """Index of the current refresh time unit (folder number, DESIGN.md §6)."""
+        return int(self.clock.now() // self.time_unit_s)
+
+    def open_store(self, *, create: bool = False) -> MetadataStore:
+        """Open the metadata database; ``create`` also makes its folder and the warehouse."""
+        path = self.database_path
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Path(self.config.storage.warehouse_dir).mkdir(parents=True, exist_ok=True)
+        elif not path.exists():
+            raise XyroError(
+                f"no database at {path}: run `xyro init` first "
+                f"(or point storage.database at an existing one)")
+        return MetadataStore.open(path)
+
+
+@dataclass
+class CrawlParts:
+    """A crawler and what must be closed after it ran."""
+
+    crawler: Crawler
+    fetchers: tuple[Fetcher, ...]
+    resolver: Resolver
+    writer: Writer
+
+    def close(self) -> None:
+        for fetcher in self.fetchers:
+            fetcher.close()
+        self.resolver.close()
+        self.writer.close()
+
+
+def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
+                  getaddrinfo: Callable[..., Any] | None = None) -> CrawlParts:
+    """Wire the crawl engine from the config: one writer, two fetchers, the polite frontier.
+
+    Page redirects are followed through the frontier (each hop polite and re-checked), so the
+    page fetcher follows none itself; robots.txt fetches follow up to the configured number
+    of hops inline, as RFC 9309 §2.3.1.2 asks.
+    """
+    cfg, clock = app.config, app.clock
+    crawl, limits, polite = cfg.crawler, cfg.crawler.limits, cfg.crawler.politeness
+    resolver = Resolver(clock, timeout_s=limits.dns_timeout_s, ttl_s=limits.dns_cache_ttl_s,
+                        **({"getaddrinfo": getaddrinfo} if getaddrinfo else {}))
+    agent = user_agent(crawl.user_agent, crawl.contact_url)
+    fetch_limits = FetchLimits(
+        connect_timeout_s=limits.connect_timeout_s, read_timeout_s=limits.read_timeout_s,
+        deadline_s=limits.deadline_s, max_body_bytes=limits.max_body_bytes,
+        max_decoded_bytes=limits.max_decoded_bytes, max_redirects=0,
+        allow_private_addresses=cfg.scope.allow_private_addresses,
+        skip_suffixes=frozenset(crawl.skip_suffixes),
+        accept_content_types=tuple(crawl.accept_content_types))
+    pool = max(crawl.workers, 16)
+    page_fetcher = Fetcher(fetch_limits, agent, resolver, clock, max_host_pools=pool)
+    robots_fetcher = Fetcher(replace(fetch_limits, max_redirects=limits.max_redirects,
+                                     accept_content_types=("text/plain", "text/html", "*/*")),
+                             agent, resolver, clock, max_host_pools=pool)
+    robots = RobotsCache(robots_token(crawl.user_agent), clock, ttl_s=polite.robots_ttl_s,
+                         unreachable_retry_s=polite.robots_unreachable_retry_s,
+                         max_crawl_delay_s=polite.max_crawl_delay_s)
+    hosts = HostScheduler(polite.delay_s, clock, enforce=enforce_politeness,
+                          max_retry_after_s=polite.max_retry_after_s)
+    traps = cfg.crawler.traps
+    writer = store.writer(dead_after=crawl.dead_after_404s, now=clock.now)
+    readers = _ThreadReaders(store)
+    crawler = Crawler(
+        frontier=Frontier(hosts, robots, clock), fetch=page_fetcher.fetch,
+        fetch_robots=robots_fetcher.fetch, validators=readers.validators, submit=writer.submit,
+        scope=Scope(cfg.seeds, cfg.scope.allowed_domains, cfg.scope.denied_domains,
+                    cfg.scope.allow_patterns, cfg.scope.deny_patterns, cfg.scope.max_depth),
+        traps=TrapGuard(clock, max_url_length=limits.max_url_length,
+                        max_repeated_segments=traps.max_repeated_segments,
+                        max_query_params=traps.max_query_params,
+                        max_pages_per_host_per_unit=traps.max_pages_per_host_per_unit,
+                        unit_s=cfg.refresh.time_unit_s),
+        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate), clock=clock,
+        settings=CrawlSettings(workers=crawl.workers, follow_nofollow=crawl.follow_nofollow,
+                               max_url_length=limits.max_url_length,
+                               skip_suffixes=frozenset(crawl.skip_suffixes),
+                               max_redirects=limits.max_redirects))
+    return CrawlParts(crawler, (page_fetcher, robots_fetcher), resolver, writer)
+
+
+def robots_token(user_agent_product: str) -> str:
+    """The robots.txt product token: ``Xyro/0.1`` → ``Xyro`` (RFC 9309 §2.2.1)."""
+    return user_agent_product.split("/", 1)[0].strip() or "Xyro"
+
+
+class _ThreadReaders:
+    """One read connection per fetch worker thread (SQLite connections are not shared)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+        self._local = threading.local()
+
+    def validators(self, url: str) -> Validators:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._store.read_connection()
+        return crawl_queries.validators(conn, url)

@@ -1,0 +1,283 @@
+"""The ``xyro`` command line (click). Thin: parse, build the App, call a component, print.
+
+Every error a user can cause ends as one line on stderr and an exit code (2 for bad
+configuration or usage, 1 for runtime failures), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from metadata import Enqueue, MetadataError
+from xyro import __version__
+from xyro.app import App
+from xyro.config import ConfigError, load_config
+from xyro.errors import UsageError, XyroError
+from xyro.logs import setup_logging
+from xyro.urls import canonicalize
+
+log = logging.getLogger("xyro.cli")
+
+#: Frontier priority of seeds and configured sitemaps (0 is the loader's DTDs, 4 background).
+SEED_PRIORITY = 1
+
+
+class XyroGroup(click.Group):
+    """Maps Xyro's own errors to one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            _fail(str(exc), exc.exit_code)
+        except (XyroError, MetadataError) as exc:
+            _fail(f"error: {exc}", getattr(exc, "exit_code", 1))
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(message, err=True)
+    sys.exit(code)
+
+
+@click.group(cls=XyroGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, envvar="XYRO_CONFIG",
+              help="YAML configuration file [default: $XYRO_CONFIG, else ./config/xyro.yaml "
+                   "if present, else built-in defaults].")
+@click.option("-s", "--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one config key, e.g. --set crawler.workers=8 (repeatable; "
+                   "beats the file and XYRO_* variables).")
+@click.version_option(__version__, prog_name="xyro")
+@click.pass_context
+def cli(ctx: click.Context, config_path: Path | None, overrides: tuple[str, ...]) -> None:
+    """Xyro: acquire XML documents from the web and keep them fresh.
+
+    Configuration precedence: defaults < file < XYRO_* environment < --set.
+    """
+    # Loaded on first use, so `xyro CMD --help` works even when the config is broken.
+    ctx.obj = _Lazy(config_path, overrides)
+
+
+class _Lazy:
+    def __init__(self, path: Path | None, overrides: tuple[str, ...]) -> None:
+        self.path, self.overrides, self.app = path, overrides, None
+
+    def get(self) -> App:
+        if self.app is None:
+            config = load_config(self.path, os.environ, self.overrides)
+            setup_logging(config.log.level, config.log.format)
+            self.app = App(config)
+        return self.app
+
+
+def _app(ctx: click.Context) -> App:
+    return ctx.find_object(_Lazy).get()
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create the database and warehouse folder, or upgrade an older database in place."""
+    app = _app(ctx)
+    existed = app.database_path.exists()
+    with app.open_store(create=True) as store:
+        version = store.schema_version
+    verb = "checked" if existed else "created"
+    click.echo(f"{verb} {app.database_path} (schema version {version})")
+
+
+@cli.command()
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--priority", type=click.IntRange(0, 4), default=SEED_PRIORITY, show_default=True,
+              help="Frontier priority (0 highest … 4 background discovery).")
+@click.pass_context
+def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
+    """Add start URLs to the persisted frontier."""
+    canonical = [_canonical_seed(u) for u in urls]
+    app = _app(ctx)
+    with app.open_store() as store:
+        writer = store.writer()
+        try:
+            for url in canonical:
+                writer.submit(Enqueue(url, priority))
+        finally:
+            writer.close()
+    click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
+
+
+def _canonical_seed(url: str) -> str:
+    canonical = canonicalize(url)
+    if canonical is None:
+        raise UsageError(f"seed {url!r} is not an http(s) URL Xyro can fetch: "
+                         "give an absolute http:// or https:// URL")
+    return canonical
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Counts by type, queue sizes, pages due now, last job runs, errors by kind."""
+    app = _app(ctx)
+    with app.open_store() as store:
+        report = store.status(current_unit=app.current_unit())
+    report = {"database": str(app.database_path), **report}
+    if as_json:
+        click.echo(json.dumps(report, indent=None, sort_keys=True, default=str))
+    else:
+        click.echo(format_status(report))
+
+
+def format_status(report: dict[str, Any]) -> str:
+    """Render the status dictionary as aligned sections an operator can scan."""
+    lines: list[str] = []
+    for key, value in report.items():
+        if isinstance(value, dict):
+            lines.append(f"{key}:")
+            if not value:
+                lines.append("  (none)")
+            width = max((len(str(k)) for k in value), default=0)
+            for k, v in value.items():
+                lines.append(f"  {str(k):<{width}}  {_fmt(v)}")
+        elif isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  {_fmt(v)}" for v in value) if value else lines.append("  (none)")
+        else:
+            lines.append(f"{key}: {_fmt(value)}")
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+@cli.command()
+@click.option("--pages", type=click.IntRange(min=1), default=None,
+              help="Stop after this many page fetches.")
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many seconds (clock time).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def crawl(ctx: click.Context, pages: int | None, seconds: float | None, as_json: bool) -> None:
+    """Crawl from the configured seeds and the persisted frontier.
+
+    Resumes where the last run stopped. SIGTERM or Ctrl-C stops cleanly: in-flight fetches
+    finish or go back to the queue, and everything fetched is flushed to the database.
+    """
+    from xyro.crawl_run import run_crawl
+
+    app = _app(ctx)
+    with _Progress(pages) as progress:
+        summary = run_crawl(app, max_pages=pages, max_seconds=seconds, on_progress=progress)
+    if as_json:
+        click.echo(json.dumps({"stop_reason": summary.stop_reason, **summary.stats},
+                              sort_keys=True, default=str))
+    else:
+        click.echo(f"crawl stopped: {summary.stop_reason}")
+        click.echo(format_status(summary.stats))
+
+
+@cli.command()
+@click.option("--hosts", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Hosts in the synthetic web (each on its own 127.0.0.x address).")
+@click.option("--web-pages", type=click.IntRange(min=1), default=3000, show_default=True,
+              help="Pages in the synthetic web.")
+@click.option("--seed", type=int, default=7, show_default=True, help="Seed of the web.")
+@click.option("--hostile/--no-hostile", default=True, show_default=True,
+              help="Include hostile pages (bombs, slow drip, redirect loops, traps...).")
+@click.option("--speed", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="Clock acceleration: simulated seconds per real second.")
+@click.option("--pages", type=click.IntRange(min=1), default=None,
+              help="Stop after this many page fetches.")
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many simulated seconds [default: 1 simulated hour when "
+                   "--pages is not given].")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: bool, speed: float,
+         pages: int | None, seconds: float | None, as_json: bool) -> None:
+    """Serve a synthetic web on 127.0.0.x and crawl it into the configured database.
+
+    The crawl uses the configuration (workers, politeness, limits) with the web's seeds,
+    loopback addresses allowed and a 10 s fetch deadline. At the end the web's own request
+    log is audited: requests to disallowed URLs and per-host politeness violations.
+    """
+    from xyro.demo import run_demo
+    from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
+
+    if web_pages < hosts:
+        raise UsageError(f"--web-pages ({web_pages}) must be at least --hosts ({hosts}): "
+                         "every host has a home page")
+    if pages is None and seconds is None:
+        seconds = 3600.0
+    spec = WebSpec(seed=seed, n_hosts=hosts, n_pages=web_pages,
+                   hostile=HOSTILE_KINDS if hostile else frozenset())
+    with _Progress(pages) as progress:
+        summary, audit = run_demo(_app(ctx), spec, speed=speed, max_pages=pages,
+                                  max_seconds=seconds, on_progress=progress)
+    report = {"stop_reason": summary.stop_reason, **summary.stats, "audit": audit.as_dict()}
+    if as_json:
+        click.echo(json.dumps(report, sort_keys=True, default=str))
+    else:
+        click.echo(format_status(report))
+
+
+class _Progress:
+    """A progress bar on stderr when a page budget is known, progress lines otherwise."""
+
+    def __init__(self, total: int | None) -> None:
+        self._total = total
+        self._bar: Any = None
+        self._done = 0
+
+    def __enter__(self) -> "_Progress":
+        if self._total is not None:
+            self._bar = click.progressbar(length=self._total, label="crawling", file=sys.stderr,
+                                          show_pos=True, show_eta=True)
+            self._bar.__enter__()
+        return self
+
+    def __call__(self, snapshot: dict[str, Any]) -> None:
+        pages = int(snapshot.get("pages", 0))
+        if self._bar is not None:
+            self._bar.update(pages - self._done)
+            self._done = pages
+        else:
+            click.echo(f"{pages} pages, {snapshot.get('pages_per_s', 0)} pages/s, "
+                       f"{snapshot.get('queued', 0)} queued, "
+                       f"{sum(snapshot.get('errors_by_kind', {}).values())} errors", err=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the effective configuration."""
+
+
+@config_group.command("show")
+@click.pass_context
+def config_show(ctx: click.Context) -> None:
+    """Print the effective configuration (defaults, file, environment and --set merged)."""
+    click.echo(_app(ctx).config.dump_yaml(), nl=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="xyro")
+

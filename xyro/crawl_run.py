@@ -1,0 +1,85 @@
+"""One crawl session over the metadata store: restore, seed, run, record (``xyro crawl``).
+
+SIGTERM and SIGINT set the stop event: the engine stops dispatching, in-flight fetches end
+or are given back, the writer flushes, and the run returns normally (exit code 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from metadata import Enqueue, JobRun, MetadataStore, SetState, crawl_queries
+from xyro.app import App, build_crawler
+from xyro.crawler import CrawlSummary
+from xyro.frontier import URGENT
+from xyro.urls import canonicalize
+
+log = logging.getLogger("xyro.crawl")
+
+#: Frontier priority of seeds and configured start URLs.
+SEED_PRIORITY = URGENT
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGTERM/SIGINT for the duration (main thread only; else a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        log.info("received %s: stopping after in-flight fetches", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
+              stop: threading.Event | None = None, enforce_politeness: bool = True,
+              on_progress: Callable[[dict[str, Any]], None] | None = None) -> CrawlSummary:
+    """Resume the persisted frontier, add the configured seeds, crawl, and record the run."""
+    stop = stop or threading.Event()
+    started = app.clock.now()
+    with app.open_store() as store:
+        parts = build_crawler(app, store, enforce_politeness=enforce_politeness)
+        try:
+            crawler = parts.crawler
+            resumed = _restore(store, crawler)
+            seeded = 0
+            for url in app.config.seeds:
+                canonical = canonicalize(url)
+                if canonical and crawler.add_seed(canonical, SEED_PRIORITY):
+                    parts.writer.submit(Enqueue(canonical, SEED_PRIORITY))
+                    seeded += 1
+            log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
+                     resumed, seeded, app.config.crawler.workers)
+            with stop_on_signals(stop):
+                summary = crawler.run(max_pages, max_seconds, stop, on_progress)
+            parts.writer.submit(SetState("crawl.last_run", json.dumps(summary.stats)))
+            parts.writer.submit(JobRun("crawl", started, app.clock.now(), "ok",
+                                       summary.stop_reason))
+        finally:
+            parts.close()
+    log.info("crawl finished (%s): %s", summary.stop_reason,
+             crawler.stats.progress_line(summary.stats.get("queued", 0)))
+    return summary
+
+
+def _restore(store: MetadataStore, crawler: Any) -> int:
+    conn = store.read_connection()
+    try:
+        rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
+        return crawler.restore(rows, crawl_queries.known_urls(conn))
+    finally:
+        conn.close()

@@ -1,0 +1,347 @@
+"""The crawl engine: one dispatcher thread, a pool of fetch workers, the metadata writer.
+
+Data flow (DESIGN.md §2): the dispatcher pops polite work from the :class:`Frontier`
+(robots.txt first, one request per host, delays), hands it to workers; a worker fetches and
+analyses the page (type, MD5, canonical links — the CPU-heavy part) and returns a
+:class:`_Done`; the dispatcher then updates the frontier, filters children (seen-set,
+scope, traps, suffixes), queues the new ones and submits ONE :class:`FetchRecord` per page
+to the writer, whose transaction also moves the persisted frontier. A crash therefore
+loses at most the last unflushed batch, and a restart re-queues exactly what was not done.
+
+Stopping (SIGTERM, a page or time budget): no new work is dispatched; in-flight fetches
+finish (each is bounded by the fetch deadline) or, if the stop cut them short, are given
+back — their frontier rows stay in the database. Then the writer is flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from metadata import FetchRecord, PageType
+from xyro.classify import suffix_skipped
+from xyro.clock import Clock
+from xyro.crawl_stats import CrawlStats
+from xyro.frontier import BACKGROUND, DISCOVERY, Frontier, FrontierItem
+from xyro.page import RETRY_STATUSES, Child, PageOutcome, analyse
+from xyro.fetcher import REDIRECT_STATUSES
+from xyro.records import ErrorKind, FetchResult
+from xyro.seenset import SeenSet
+from xyro.urls import Scope, TrapGuard, canonicalize
+
+log = logging.getLogger("xyro.crawler")
+
+#: (etag, last_modified, known type) of a URL already fetched, for conditional GET.
+Validators = tuple[str | None, float | None, PageType | None]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSettings:
+    """Engine parameters (built from the config by the composition root)."""
+
+    workers: int = 64
+    follow_nofollow: bool = False
+    max_url_length: int = 2048
+    skip_suffixes: frozenset[str] = frozenset()
+    max_retries: int = 3                 # 429/503 put back this many times, then ERROR
+    max_redirects: int = 5               # hops followed (through the frontier) from one URL
+    progress_interval_s: float = 1.0     # real seconds between progress callbacks
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    item: FrontierItem
+    result: FetchResult
+    outcome: PageOutcome | None  # None for robots.txt fetches
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSummary:
+    stop_reason: str
+    stats: dict[str, Any]
+
+
+class Crawler:
+    """Runs a polite crawl until a budget, a stop request, or an empty frontier."""
+
+    def __init__(self, *, frontier: Frontier, fetch: Callable[..., FetchResult],
+                 fetch_robots: Callable[..., FetchResult],
+                 validators: Callable[[str], Validators], submit: Callable[[Any], None],
+                 scope: Scope, traps: TrapGuard, seen: SeenSet, clock: Clock,
+                 settings: CrawlSettings, stats: CrawlStats | None = None) -> None:
+        self.frontier = frontier
+        self._fetch = fetch
+        self._fetch_robots = fetch_robots
+        self._validators = validators
+        self._submit = submit
+        self.scope = scope
+        self.traps = traps
+        self.seen = seen
+        self.clock = clock
+        self.settings = settings
+        self.stats = stats or CrawlStats()
+        self._work: queue.SimpleQueue[FrontierItem | None] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._retries: dict[str, int] = {}
+        self._hops: dict[str, int] = {}  # redirect target → hops taken to reach it
+        self._in_flight = 0
+        self._pages_dispatched = 0
+
+    # -- filling the frontier ------------------------------------------------------------
+
+    def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str]) -> int:
+        """Rebuild the seen-set from every known URL and the frontier from persisted rows."""
+        for url in known_urls:
+            self.seen.add(url)
+        rows = list(rows)
+        for url, *_ in rows:
+            self.seen.add(url)
+        return self.frontier.load(rows)
+
+    def add_seed(self, url: str, priority: int) -> bool:
+        """Queue a seed unless it is already known (seeds are re-read on every start)."""
+        if not self.seen.add(url):
+            return False
+        return self.frontier.push(url, priority, 0)
+
+    # -- running -------------------------------------------------------------------------
+
+    def run(self, max_pages: int | None = None, max_seconds: float | None = None,
+            stop: threading.Event | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None) -> CrawlSummary:
+        """Crawl until ``max_pages`` fetches, ``max_seconds`` of clock time, ``stop`` or exhaustion."""
+        stop = stop or threading.Event()
+        deadline = None if max_seconds is None else self.clock.now() + max_seconds
+        threads = [threading.Thread(target=self._worker, name=f"xyro-fetch-{i}", daemon=True)
+                   for i in range(self.settings.workers)]
+        for t in threads:
+            t.start()
+        reason = "frontier exhausted"
+        last_progress = self.stats.elapsed_s
+        try:
+            while True:
+                self._wake.clear()
+                self._drain()
+                reason = self._stop_reason(stop, deadline, max_pages) or reason
+                if reason != "frontier exhausted" or self._exhausted():
+                    if self._in_flight == 0:
+                        break
+                    self._wait_for_results()
+                    continue
+                self._dispatch(max_pages)
+                if on_progress and self.stats.elapsed_s - last_progress >= self.settings.progress_interval_s:
+                    last_progress = self.stats.elapsed_s
+                    on_progress(self.snapshot())
+                if self._exhausted() and self._in_flight == 0:
+                    break
+                self._wait_for_work()
+        finally:
+            self._stop.set()
+            for _ in threads:
+                self._work.put(None)
+            for t in threads:
+                t.join(timeout=5.0)
+        return CrawlSummary(reason, self.snapshot())
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.stats.snapshot(
+            queued=len(self.frontier), queued_by_priority=self.frontier.sizes(),
+            in_flight=self._in_flight, hosts_waiting=self.frontier.hosts_waiting,
+            seen_urls=len(self.seen))
+
+    def _stop_reason(self, stop: threading.Event, deadline: float | None,
+                     max_pages: int | None) -> str | None:
+        if stop.is_set():
+            self._stop.set()  # lets in-flight fetches give up early
+            return "stop requested"
+        if deadline is not None and self.clock.now() >= deadline:
+            return "time budget reached"
+        if max_pages is not None and self._pages_dispatched >= max_pages:
+            return "page budget reached"
+        return None
+
+    def _exhausted(self) -> bool:
+        return len(self.frontier) == 0 and self.frontier.next_ready_time() is None
+
+    def _dispatch(self, max_pages: int | None) -> None:
+        now = self.clock.now()
+        while self._in_flight < self.settings.workers:
+            if max_pages is not None and self._pages_dispatched >= max_pages:
+                return
+            item = self.frontier.pop(now)
+            if item is None:
+                return
+            if item.kind == "disallowed":
+                self._record_refused(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
+                continue
+            if item.kind == "fetch":
+                self._pages_dispatched += 1
+            self._in_flight += 1
+            self._work.put(item)
+
+    def _wait_for_work(self) -> None:
+        """Sleep until a worker reports or the next host becomes ready (clock time)."""
+        if self._in_flight >= self.settings.workers:
+            self._wait_for_results()
+            return
+        nxt = self.frontier.next_ready_time()
+        delay = 1.0 if nxt is None else max(0.0, nxt - self.clock.now())
+        if delay > 0 and self._done.empty():
+            self.clock.wait(min(delay, 1.0), self._wake)
+
+    def _wait_for_results(self) -> None:
+        if self._done.empty():
+            self.clock.wait(1.0, self._wake)
+
+    # -- worker side ---------------------------------------------------------------------
+
+    def _worker(self) -> None:
+        while (item := self._work.get()) is not None:
+            try:
+                done = self._process(item)
+            except Exception as exc:  # a bug must not kill the worker or lose the item
+                log.exception("internal error on %s", item.url)
+                result = FetchResult(url=item.url, final_url=item.url,
+                                     error_kind=ErrorKind.PARSE,
+                                     error_detail=f"internal error: {type(exc).__name__}: {exc}")
+                done = _Done(item, result, None if item.kind == "robots" else
+                             PageOutcome(PageType.ERROR, error_kind=ErrorKind.PARSE.value,
+                                         error_detail=result.error_detail))
+            self._done.put(done)
+            self._wake.set()
+
+    def _process(self, item: FrontierItem) -> _Done:
+        if item.kind == "robots":
+            return _Done(item, self._fetch_robots(item.url, stop=self._stop), None)
+        etag, last_modified, known_type = self._validators(item.url)
+        result = self._fetch(item.url, etag=etag, last_modified=last_modified, stop=self._stop)
+        outcome = analyse(result, known_type, self.settings.follow_nofollow,
+                          self.settings.max_url_length)
+        return _Done(item, result, outcome)
+
+    # -- dispatcher side: results --------------------------------------------------------
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                done = self._done.get_nowait()
+            except queue.Empty:
+                return
+            self._in_flight -= 1
+            if done.outcome is None:
+                self._robots_done(done.item, done.result)
+            else:
+                self._page_done(done)
+
+    def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
+        now = self.clock.now()
+        status = result.status if result.error_kind in (None, ErrorKind.HTTP_STATUS) else None
+        self.frontier.robots.store(item.origin, status, result.body, now)
+        self.frontier.done(item, result.retry_after_s, error=result.error_kind is not None, now=now)
+        self.stats.robots_fetch()
+
+    def _page_done(self, done: _Done) -> None:
+        item, result, outcome = done.item, done.result, done.outcome
+        assert outcome is not None
+        now = self.clock.now()
+        if self._given_back(item, result) or self._retry_later(item, result, now):
+            return
+        self.frontier.done(item, result.retry_after_s,
+                           error=result.error_kind not in (None, ErrorKind.HTTP_STATUS), now=now)
+        hops = self._hops.pop(item.url, 0)
+        if result.status in REDIRECT_STATUSES and result.redirects:
+            outcome = self._redirect(item, result, hops)
+        enqueue = self._admit_children(item, outcome) if outcome.children else ()
+        if outcome.children and result.status in REDIRECT_STATUSES:
+            for url, _ in enqueue:
+                self._hops[url] = hops + 1
+        self._submit(FetchRecord(
+            url=item.url, fetched_at=result.started_at or now, page_type=outcome.page_type,
+            http_status=result.status, signature=outcome.signature,
+            not_modified=result.not_modified, last_modified=result.last_modified,
+            etag=result.etag, children=tuple(c.url for c in outcome.children),
+            enqueue=enqueue, error_kind=outcome.error_kind,
+            error_detail=outcome.error_detail, content_type=result.content_type,
+            size=len(result.body)))
+        self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
+                        result.not_modified)
+
+    def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
+        """A fetch cut short by a stop request is not an observation: leave it queued."""
+        if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
+            self.frontier.done(item, now=self.clock.now())
+            return True
+        return False
+
+    def _retry_later(self, item: FrontierItem, result: FetchResult, now: float) -> bool:
+        """429/503: slow the host down (Retry-After) and put the URL back, a few times."""
+        if result.status not in RETRY_STATUSES:
+            return False
+        tries = self._retries.get(item.url, 0)
+        if tries >= self.settings.max_retries:
+            self._retries.pop(item.url, None)
+            return False
+        self._retries[item.url] = tries + 1
+        wait = result.retry_after_s if result.retry_after_s is not None else 60.0 * 2 ** tries
+        self.frontier.requeue(item, not_before=now + wait, retry_after_s=wait, error=True, now=now)
+        return True
+
+    def _redirect(self, item: FrontierItem, result: FetchResult, hops: int) -> PageOutcome:
+        """A 3xx is followed as a new URL through the frontier, not inline.
+
+        Each hop then gets every check a link gets (scheme, robots.txt, scope, traps) and,
+        unlike an inline hop, the host's politeness delay (as Heritrix does). The hop count
+        travels with the target, so a chain longer than ``max_redirects`` ends as ERROR.
+        """
+        target = canonicalize(result.redirects[-1], max_length=self.settings.max_url_length)
+        if target is None:
+            return PageOutcome(PageType.ERROR, error_kind=ErrorKind.REDIRECT.value,
+                               error_detail=f"HTTP {result.status} to {result.redirects[-1]!r}, "
+                                            "not an http(s) URL Xyro can fetch")
+        if hops >= self.settings.max_redirects:
+            return PageOutcome(PageType.ERROR, error_kind=ErrorKind.REDIRECT.value,
+                               error_detail=f"more than {self.settings.max_redirects} redirects "
+                                            f"in a row (last HTTP {result.status} to {target})")
+        return PageOutcome(PageType.ERROR, children=(Child(target, False),),
+                           error_kind=ErrorKind.REDIRECT.value,
+                           error_detail=f"HTTP {result.status} moved to {target} "
+                                        f"(hop {hops + 1}, followed as a new URL)")
+
+    def _admit_children(self, item: FrontierItem, outcome: PageOutcome) -> tuple[tuple[str, int], ...]:
+        """Queue the children never seen before that scope, traps and suffixes allow."""
+        admitted = []
+        depth = item.depth + 1
+        for child in outcome.children:
+            if not self.seen.add(child.url):
+                continue
+            self.stats.discovered += 1
+            reason = self._refusal(child.url, depth)
+            if reason is not None:
+                self.stats.refuse(reason)
+                continue
+            priority = DISCOVERY if child.likely_xml else BACKGROUND
+            if self.frontier.push(child.url, priority, depth):
+                admitted.append((child.url, priority))
+        return tuple(admitted)
+
+    def _refusal(self, url: str, depth: int) -> str | None:
+        if suffix_skipped(url, self.settings.skip_suffixes):
+            return "suffix"
+        if self.scope.check(url, depth) is not None:
+            return "scope"
+        if self.traps.check(url) is not None:
+            return "trap"
+        return None
+
+    def _record_refused(self, item: FrontierItem, kind: ErrorKind, detail: str) -> None:
+        self._submit(FetchRecord(url=item.url, fetched_at=self.clock.now(),
+                                 page_type=PageType.ERROR, error_kind=kind.value,
+                                 error_detail=detail))
+        self.stats.page(PageType.ERROR.value, 0, kind.value, False)
+
