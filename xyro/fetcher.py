@@ -8,18 +8,9 @@ How it stays safe against hostile servers, and why:
   3xx to build ``Response.next``. A 3xx body is never read beyond a tiny announced length.
 * Bodies are streamed raw and decoded by :mod:`xyro.body` with caps on wire and decoded
   bytes; never ``.content``/``.text``.
-* The read timeout is per socket read, so a slow-drip server defeats it: one shared
-  watchdog thread shuts down the socket of any fetch that passes its total deadline (or
-  whose stop event is set), and the fetch ends as ERROR timeout. Deadlines are real time
-  (``time.monotonic``), not the injected clock: the socket lives in real time, and an
-  accelerated clock must not shorten network timeouts.
-* The name is resolved by :class:`xyro.dns.Resolver` (cached, time-bounded), the addresses
-  are checked by :func:`xyro.dns.address_refusal`, and the connection goes to exactly those
-  addresses: our urllib3 connection class overrides ``_new_conn`` and never resolves
-  anything itself, so DNS rebinding cannot slip a private address in. ``self.host`` stays
-  the host name, so the Host header, TLS SNI and certificate matching use the name.
-  (The https path is the same code with urllib3's own TLS wrapping; it is not exercised
-  against a real certificate in the tests.)
+* The total deadline (a slow drip defeats the per-read timeout) and the connection to
+  exactly the checked addresses (DNS rebinding) are :mod:`xyro.connections`; the names are
+  resolved and checked by :mod:`xyro.dns`.
 * Threads: each worker thread gets its own ``requests.Session`` (``trust_env=False``: no
   proxies or netrc from the environment) for request preparation; all sessions share one
   adapter whose urllib3 ``PoolManager`` is thread-safe, so a kept-alive connection to a
@@ -30,11 +21,8 @@ How it stays safe against hostile servers, and why:
 
 from __future__ import annotations
 
-import heapq
 import http.client
-import itertools
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -46,12 +34,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
+from urllib3.exceptions import ReadTimeoutError
 from urllib3.util import parse_url
-from urllib3.util.connection import create_connection
 from urllib3.util.retry import Retry
 
 from xyro.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding, read_capped
@@ -60,6 +44,7 @@ from xyro.classify import (
     suffix_skipped,
 )
 from xyro.clock import Clock
+from xyro.connections import FetchContext, PinnedAdapter, UnpinnedConnection, Watchdog, norm_host
 from xyro.dns import DnsError, Resolver, address_refusal
 from xyro.records import ErrorKind, FetchResult
 
@@ -67,7 +52,6 @@ RedirectCheck = Callable[[str], ErrorKind | None]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _DRAIN_BYTES = 8192          # a 3xx/4xx body announced this small is read to keep the socket
-_STOP_POLL_S = 0.1           # how often the watchdog looks at stop events
 _CHARSET = re.compile(r";\s*charset\s*=\s*[\"']?([^\"';\s]+)", re.I)
 _IO_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
@@ -134,193 +118,6 @@ class _Failure(Exception):
         self.detail = detail
 
 
-class _Unpinned(Exception):
-    """A connection was about to be made to an address nobody checked (fail closed)."""
-
-
-@dataclass(eq=False)
-class _Context:
-    """One fetch as seen by the watchdog and the connection classes."""
-
-    deadline: float
-    stop: threading.Event | None
-    host: str = ""
-    addresses: tuple[str, ...] = ()
-    claims: list[tuple[Any, socket.socket]] = field(default_factory=list)
-    expired: str | None = None
-    done: bool = False
-
-
-class _Watchdog:
-    """One thread that enforces every fetch's total deadline and stop event.
-
-    Fetches *claim* the connections they use, with a dup of the socket (so a close by
-    urllib3 cannot hand our fd number to another socket). On expiry the dup is shut down,
-    which wakes the worker blocked in recv. A connection returned to the pool is released
-    first (see ``_PinnedPoolMixin._put_conn``), so an expiring fetch never breaks a
-    connection another worker already uses.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, _Context]] = []
-        self._stops: set[_Context] = set()
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    def arm(self, ctx: _Context) -> None:
-        with self._cond:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="xyro-fetch-watchdog",
-                                                daemon=True)
-                self._thread.start()
-            heapq.heappush(self._heap, (ctx.deadline, next(self._seq), ctx))
-            if ctx.stop is not None:
-                self._stops.add(ctx)
-            self._cond.notify()
-
-    def claim(self, ctx: _Context, conn: Any, sock: socket.socket) -> None:
-        watch = socket.fromfd(sock.fileno(), sock.family, sock.type)
-        with self._cond:
-            conn._xyro_owner = ctx
-            ctx.claims.append((conn, watch))
-            if ctx.expired:
-                _shutdown(watch)
-
-    def release(self, conn: Any) -> None:
-        with self._cond:
-            conn._xyro_owner = None
-
-    def finish(self, ctx: _Context) -> None:
-        with self._cond:
-            ctx.done = True
-            self._stops.discard(ctx)
-            for conn, watch in ctx.claims:
-                if getattr(conn, "_xyro_owner", None) is ctx:
-                    conn._xyro_owner = None
-                watch.close()
-            ctx.claims.clear()
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-
-    def _expire(self, ctx: _Context, reason: str) -> None:
-        if ctx.done or ctx.expired:
-            return
-        ctx.expired = reason
-        for conn, watch in ctx.claims:
-            if getattr(conn, "_xyro_owner", None) is ctx:
-                _shutdown(watch)
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._closed:
-                now = time.monotonic()
-                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
-                    _deadline, _seq, ctx = heapq.heappop(self._heap)
-                    self._expire(ctx, "deadline")
-                for ctx in [c for c in self._stops if c.stop is not None and c.stop.is_set()]:
-                    self._stops.discard(ctx)
-                    self._expire(ctx, "stop")
-                timeout = self._heap[0][0] - now if self._heap else None
-                if self._stops:
-                    timeout = _STOP_POLL_S if timeout is None else min(timeout, _STOP_POLL_S)
-                self._cond.wait(timeout)
-
-
-def _shutdown(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass   # already closed or never connected
-
-
-class _ConnState:
-    """What the connection classes need from their Fetcher (bound per Fetcher)."""
-
-    def __init__(self, watchdog: _Watchdog) -> None:
-        self.watchdog = watchdog
-        self.local = threading.local()   # .ctx: the _Context of the fetch on this thread
-
-    def current(self) -> _Context | None:
-        return getattr(self.local, "ctx", None)
-
-
-class _PinnedConnectionMixin:
-    """Connects only to the checked addresses of the current fetch; never resolves."""
-
-    _xyro_state: _ConnState
-    _xyro_owner: _Context | None = None
-
-    def _new_conn(self) -> socket.socket:
-        conn: Any = self
-        ctx = self._xyro_state.current()
-        host = _norm_host(conn.host)
-        if ctx is None or ctx.host != host or not ctx.addresses:
-            raise _Unpinned(f"no checked address for {host!r}; refusing to connect")
-        last: OSError | None = None
-        for address in ctx.addresses:
-            try:
-                sock = create_connection((address, conn.port), conn.timeout,
-                                         source_address=conn.source_address,
-                                         socket_options=conn.socket_options)
-            except OSError as exc:
-                last = exc
-                continue
-            self._xyro_state.watchdog.claim(ctx, self, sock)
-            return sock
-        where = f"{host} ({', '.join(ctx.addresses)}) port {conn.port}"
-        if isinstance(last, TimeoutError):
-            raise ConnectTimeoutError(conn, f"connecting to {where} timed out "
-                                            f"after {conn.timeout} s")
-        raise NewConnectionError(conn, f"cannot connect to {where}: {last}")
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        conn: Any = self
-        ctx = self._xyro_state.current()
-        if ctx is not None and conn.sock is not None and self._xyro_owner is not ctx:
-            self._xyro_state.watchdog.claim(ctx, self, conn.sock)
-        return super().request(*args, **kwargs)  # type: ignore[misc]
-
-
-class _PinnedPoolMixin:
-    _xyro_state: _ConnState
-
-    def _put_conn(self, conn: Any) -> None:
-        if conn is not None:
-            self._xyro_state.watchdog.release(conn)
-        super()._put_conn(conn)  # type: ignore[misc]
-
-
-def _pool_classes(state: _ConnState) -> dict[str, type]:
-    attrs = {"_xyro_state": state}
-    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), attrs)
-    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), attrs)
-    return {
-        "http": type("PinnedHTTPConnectionPool", (_PinnedPoolMixin, HTTPConnectionPool),
-                     {**attrs, "ConnectionCls": http_conn}),
-        "https": type("PinnedHTTPSConnectionPool", (_PinnedPoolMixin, HTTPSConnectionPool),
-                      {**attrs, "ConnectionCls": https_conn}),
-    }
-
-
-class _PinnedAdapter(HTTPAdapter):
-    def __init__(self, pool_classes: dict[str, type], **kwargs: Any) -> None:
-        self._pool_classes = pool_classes   # before super(): it calls init_poolmanager
-        super().__init__(**kwargs)
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = self._pool_classes
-
-
-def _norm_host(host: str) -> str:
-    return host.strip("[]").rstrip(".").lower()
-
-
 @dataclass
 class _Draft:
     url: str
@@ -357,10 +154,9 @@ class Fetcher:
             "Accept-Encoding": "gzip, deflate, br",   # exactly what xyro.body decodes
             "Connection": "keep-alive",
         }
-        self._watchdog = _Watchdog()
-        self._state = _ConnState(self._watchdog)
-        self._adapter = _PinnedAdapter(
-            _pool_classes(self._state), pool_connections=max_host_pools,
+        self._watchdog = Watchdog()
+        self._adapter = PinnedAdapter(
+            self._watchdog, pool_connections=max_host_pools,
             pool_maxsize=max_per_host, max_retries=Retry(0, read=False, redirect=False))
         self._sessions = threading.local()
 
@@ -379,20 +175,20 @@ class Fetcher:
         started_at = self._clock.now()
         t0 = time.monotonic()
         draft = _Draft(url=url, final_url=url)
-        ctx = _Context(deadline=t0 + self._limits.deadline_s, stop=stop)
+        ctx = FetchContext(deadline=t0 + self._limits.deadline_s, stop=stop)
         kind: ErrorKind | None = None
         detail: str | None = None
         if stop is not None and stop.is_set():
             kind, detail = ErrorKind.TIMEOUT, f"stop requested before fetching {url}"
         else:
             self._watchdog.arm(ctx)
-            self._state.local.ctx = ctx
+            self._adapter.bind(ctx)
             try:
                 self._follow(draft, ctx, self._conditional_headers(etag, last_modified))
             except _Failure as failure:
                 kind, detail = failure.kind, failure.detail
             finally:
-                self._state.local.ctx = None
+                self._adapter.unbind()
                 self._watchdog.finish(ctx)
         return FetchResult(
             url=draft.url, final_url=draft.final_url, status=draft.status,
@@ -407,14 +203,14 @@ class Fetcher:
 
     # -- the hop loop ---------------------------------------------------------------------
 
-    def _follow(self, draft: _Draft, ctx: _Context, extra: dict[str, str]) -> None:
+    def _follow(self, draft: _Draft, ctx: FetchContext, extra: dict[str, str]) -> None:
         current = draft.url
         self._check_first(current)
         seen = {urldefrag(current)[0]}
         for hop in range(self._limits.max_redirects + 1):
             prepared = self._prepare(current, extra)
             draft.final_url = prepared.url or current
-            ctx.host = _norm_host(parse_url(prepared.url).host or "")
+            ctx.host = norm_host(parse_url(prepared.url).host or "")
             ctx.addresses = self._addresses(ctx.host, prepared.url or current)
             response = self._send(prepared, ctx)
             if response.status_code not in REDIRECT_STATUSES:
@@ -499,13 +295,13 @@ class Fetcher:
         except (requests.exceptions.RequestException, ValueError, UnicodeError) as exc:
             raise _Failure(ErrorKind.PARSE, f"{url}: not a fetchable URL: {exc}") from None
 
-    def _send(self, prepared: requests.PreparedRequest, ctx: _Context) -> requests.Response:
+    def _send(self, prepared: requests.PreparedRequest, ctx: FetchContext) -> requests.Response:
         limits = self._limits
         try:
             # Not Session.send: it would read a 3xx body (see the module docstring).
             return self._adapter.send(prepared, stream=True, verify=True, proxies={},
                                       timeout=(limits.connect_timeout_s, limits.read_timeout_s))
-        except _Unpinned as exc:
+        except UnpinnedConnection as exc:
             raise _Failure(ErrorKind.ADDRESS, f"{prepared.url}: {exc}") from None
         except requests.exceptions.ConnectTimeout:
             raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{prepared.url}: connect timed out "
@@ -519,7 +315,7 @@ class Fetcher:
         except (requests.exceptions.RequestException, ValueError, UnicodeError) as exc:
             raise _Failure(ErrorKind.PARSE, f"{prepared.url}: {exc}") from None
 
-    def _io_failure(self, ctx: _Context, kind: ErrorKind, detail: str) -> _Failure:
+    def _io_failure(self, ctx: FetchContext, kind: ErrorKind, detail: str) -> _Failure:
         """The deadline or the stop event explains any I/O error that follows them."""
         if ctx.expired == "deadline":
             return _Failure(ErrorKind.TIMEOUT, f"total deadline of {self._limits.deadline_s:g} "
@@ -528,7 +324,7 @@ class Fetcher:
             return _Failure(ErrorKind.TIMEOUT, f"stop requested during the fetch ({detail})")
         return _Failure(kind, detail)
 
-    def _consume(self, draft: _Draft, response: requests.Response, ctx: _Context) -> None:
+    def _consume(self, draft: _Draft, response: requests.Response, ctx: FetchContext) -> None:
         """Record a final (non-redirect) response and read its body under the caps."""
         limits = self._limits
         status = response.status_code

@@ -99,7 +99,7 @@ class Serve:
         local = LocalServer(routes)
         httpd = _QuietServer(("127.0.0.1", 0), _make_handler(local))
         local.port = httpd.server_address[1]
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
                          daemon=True).start()
         self._started.append(httpd)
         return local
