@@ -148,3 +148,21 @@ def test_no_interval_and_bad_batch_inputs_raise() -> None:
         signature_rates([1.0, 2.0], [True, False], [0], 1, prior=1.0)
     with pytest.raises(ValueError, match="finite and positive"):
         log_likelihood_derivative(ChangeObservations([1.0], [True]), float("nan"))
+
+
+def test_resolution_floors_always_changed_pages_only() -> None:
+    slow_looking = ChangeObservations([20.0, 30.0], [True, True])
+    plain = signature_rate(slow_looking)
+    floored = signature_rate(slow_looking, resolution=1.0)
+    assert floored.rate == pytest.approx(math.log(5) / 1.0)
+    assert floored.rate > plain.rate
+    mixed = ChangeObservations([20.0, 30.0, 5.0], [True, True, False])
+    assert signature_rate(mixed, resolution=1.0).rate == signature_rate(mixed).rate
+    batch = signature_rates([20.0, 30.0, 20.0, 30.0, 5.0], [1, 1, 1, 1, 0], [0, 0, 1, 1, 1], 2,
+                            prior=1.0, resolution=1.0)
+    assert batch[0] == pytest.approx(floored.rate)
+    assert batch[1] == pytest.approx(signature_rate(mixed).rate)
+    with pytest.raises(ValueError, match="resolution"):
+        signature_rate(slow_looking, resolution=0.0)
+    with pytest.raises(ValueError, match="resolution"):
+        signature_rates([1.0], [True], [0], 1, prior=1.0, resolution=float("nan"))

@@ -1,0 +1,53 @@
+"""The refresh benchmarks still run (``--quick``) and print one JSON line with their keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def run_quick(name: str, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, str(BENCH / name), "--quick", *extra],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, f"expected one JSON line, got {len(lines)}"
+    out = json.loads(lines[0])
+    assert {"cpu", "cores", "ram_gib", "python"} <= set(out["machine"])
+    return out
+
+
+def test_change_rates_quick() -> None:
+    out = run_quick("change_rates.py", "--pages", "40")
+    assert set(out["systems"]) == {"mle", "naive", "cho_bias_reduced", "last_modified",
+                                   "last_modified_paper_eq10"}
+    assert {"max_abs_bias_50_reads", "worst_median_abs_rel_error_20_reads"} <= set(out["systems"]["mle"])
+    assert len(out["cells"]) == 2 * 2 * 7
+    assert isinstance(out["target"]["met"], bool)
+
+
+def test_refresh_sim_quick() -> None:
+    out = run_quick("refresh_sim.py", "--pages", "2000", "--units", "15")
+    assert set(out["systems"]) == {"xyleme", "oracle", "round_robin", "change_proportional",
+                                   "nutch_adaptive"}
+    for s in out["systems"].values():
+        assert {"obsolescence", "ratio_to_clamped_optimum", "ratio_to_omega_G",
+                "freshness_plain", "freshness_importance_weighted"} <= set(s)
+        assert 0.0 <= s["freshness_plain"] <= 1.0
+    analytic = out["analytic_true_rates"]
+    assert analytic["clamped_optimum"] >= analytic["omega_G"]
+    assert out["folders_match_full_scan"] is True
+    assert out["incremental_s_rel_error"] < 1e-9
+
+
+@pytest.mark.slow
+def test_folder_scaling_quick() -> None:
+    out = run_quick("folder_scaling.py", "--units", "5")
+    assert out["targets"]["folders_match_full_scan"] is True
+    assert out["ratio_big_to_small_seconds_per_unit"] > 0
