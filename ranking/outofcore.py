@@ -1,0 +1,154 @@
+"""Direct importance and inverse interest together, out of core, in one scan per sweep
+(003 §5.3: matrix slicing, Gauss-Seidel iterations, combined computation).
+
+Each sweep reads the slices of a ``SliceStore`` in order. For slice k (pages [b_k, b_{k+1})):
+the direct ranking computes the slice's new importance from its in-links and the resident
+pre-scaled vector PR/OutDeg; the inverse ranking computes the slice's new interest from its
+out-links and the resident interest vector. Both overwrite their slice at once (Gauss-Seidel)
+so the following slices use the new values. The importance vector itself is on disk and is
+read and written one slice at a time.
+
+Same equations, stopping rule and variants as the in-memory solvers (``ranking.importance``,
+``ranking.interest``, residuals as in ``ranking.sweep``). With E″ (interest personalized by
+XML importance) the personalization is taken from the latest importance at each sweep: it
+settles when the importance does, so one scan still serves both.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ranking.importance import check_dangling, personalization_vector
+from ranking.interest import check_xml_mask
+from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
+from ranking.slices import SliceStore
+from ranking.sweep import Fixpoint, RowBlocks, SolverParams
+
+
+@dataclass(frozen=True)
+class CombinedResult:
+    importance: RankResult
+    interest: RankResult
+    slices: int
+    seconds_per_sweep: float
+
+
+@dataclass
+class _Totals:
+    diff: float = 0.0
+    total: float = 0.0
+    xml_mass: float = 0.0
+
+    def add(self, new: np.ndarray, old: np.ndarray) -> None:
+        self.diff += float(np.abs(new - old).sum())
+        self.total += float(new.sum())
+
+
+class _Importance:
+    """The direct importance, kept on disk as float64 (values times 1/scale)."""
+
+    def __init__(self, store: SliceStore, e: np.ndarray | float) -> None:
+        self.path = store.directory / "importance.bin"
+        x0 = np.full(store.n, e) if isinstance(e, float) else np.asarray(e, dtype=np.float64)
+        x0.tofile(self.path)
+        self.scale = 1.0  # stored values times this = the current iterate
+
+    def read(self, r0: int, r1: int) -> np.ndarray:
+        return np.fromfile(self.path, dtype="<f8", count=r1 - r0, offset=8 * r0) * self.scale
+
+    def write(self, r0: int, values: np.ndarray) -> None:
+        with open(self.path, "r+b") as f:
+            f.seek(8 * r0)
+            values.astype("<f8").tofile(f)
+
+
+def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverParams, *,
+                     personalization: object | None = None, dangling: str = "paper",
+                     interest_from_importance: bool = False,
+                     progress: ProgressFn | None = None) -> CombinedResult:
+    """Both rankings over the slices; raises ConvergenceError after ``max_iter`` sweeps."""
+    check_dangling(dangling)
+    mask = check_xml_mask(xml_mask, store.n)
+    started = time.perf_counter()
+    c, n = params.damping, store.n
+    e = personalization_vector(n, personalization)
+    importance = _Importance(store, e)
+    scaled = np.empty(n)  # PR/OutDeg, filled in the first pass below
+    for k in range(store.count):
+        r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
+        out_ptr = np.fromfile(store._path("out-ptr", k), dtype="<i8")
+        scaled[r0:r1] = importance.read(r0, r1) * _inverse_degree(out_ptr)
+    e_xml = mask / float(mask.sum())
+    interest = e_xml.copy()
+    xml_mass = float(np.where(mask, importance.read(0, n), 0.0).sum())
+    rho, res_d, res_i = 1.0, [], []
+    for sweep in range(1, params.max_iter + 1):
+        d_tot, i_tot = _Totals(), _Totals()
+        for k in range(store.count):
+            r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
+            in_ptr, in_idx, out_ptr, out_idx = store.load(k)
+            inv_deg = _inverse_degree(out_ptr)
+            old = importance.read(r0, r1)
+            tele_d = (1.0 - c) * (e if isinstance(e, float) else e[r0:r1])
+            direct = Fixpoint("importance", None, None, tele_d, dangling == "paper")
+            new = _sweep_slice(RowBlocks(in_ptr, in_idx, n, params.block_links), direct,
+                               scaled, c, rho, old, inv_deg, r0)
+            d_tot.add(new, old)
+            d_tot.xml_mass += float(new[mask[r0:r1]].sum())
+            importance.write(r0, new / importance.scale)
+            e_i = (np.where(mask[r0:r1], old, 0.0) / xml_mass if interest_from_importance
+                   else e_xml[r0:r1])
+            inverse = Fixpoint("interest", None, inv_deg, (1.0 - c) * e_i, False)
+            old_i = interest[r0:r1].copy()
+            new_i = _sweep_slice(RowBlocks(out_ptr, out_idx, n, params.block_links), inverse,
+                                 interest, c, 1.0, old_i, None, r0)
+            i_tot.add(new_i, old_i)
+        for totals in (d_tot, i_tot):
+            if totals.total <= 0.0 or not math.isfinite(totals.total):
+                raise ValueError(f"out-of-core ranking: an iterate vanished (sum {totals.total})")
+        res_d.append(d_tot.diff / d_tot.total)
+        res_i.append(i_tot.diff / i_tot.total)
+        xml_mass = d_tot.xml_mass
+        if dangling == "paper":  # renormalize to ‖PR‖₁ = 1 and update the estimate of r
+            importance.scale /= d_tot.total
+            scaled /= d_tot.total
+            rho /= d_tot.total
+            xml_mass /= d_tot.total
+        if progress is not None:
+            progress(SweepProgress("importance", sweep, res_d[-1]))
+            progress(SweepProgress("interest", sweep, res_i[-1]))
+        if res_d[-1] < params.tol and res_i[-1] < params.tol:
+            seconds = time.perf_counter() - started
+            values = importance.read(0, n)
+            values /= values.sum()
+            return CombinedResult(
+                RankResult(values, sweep, res_d[-1], tuple(res_d), seconds, "out-of-core"),
+                RankResult(interest, sweep, res_i[-1], tuple(res_i), seconds, "out-of-core"),
+                store.count, seconds / sweep)
+    name, res = ("importance", res_d) if res_d[-1] >= params.tol else ("interest", res_i)
+    raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))
+
+
+def _inverse_degree(out_ptr: np.ndarray) -> np.ndarray:
+    degree = np.diff(out_ptr).astype(np.float64)
+    return np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+
+
+def _sweep_slice(blocks: RowBlocks, fixpoint: Fixpoint, vector: np.ndarray, damping: float,
+                 rho: float, old: np.ndarray, in_scale: np.ndarray | None,
+                 r0: int) -> np.ndarray:
+    """New values of one slice, block by block; each block is written into ``vector``
+    (scaled by ``in_scale`` when given) at once, so the next blocks use it."""
+    new = np.empty(len(old))
+    y_buf = np.empty(blocks.max_rows)
+    for b in range(len(blocks)):
+        a, z = int(blocks.starts[b]), int(blocks.starts[b + 1])
+        y = blocks.matvec(b, vector, y_buf)
+        fixpoint.apply(y, a, z, damping, rho)
+        new[a:z] = y
+        vector[r0 + a:r0 + z] = y if in_scale is None else y * in_scale[a:z]
+    return new

@@ -1,0 +1,242 @@
+"""The link matrix cut into S slices on disk, for the out-of-core ranking (003 §5.3).
+
+Slice k covers the page range [b_k, b_{k+1}) and holds, as raw files in a work directory:
+- the in-links of its pages (CSR, row = destination i, entries = sources j): the direct
+  ranking's new values for the slice are computed from these;
+- the out-links of its pages (CSR, row = source i, entries = destinations j): the inverse
+  ranking's new values for the slice are computed from these.
+Storing each slice in both orientations (4 bytes per link each) lets both rankings update
+the same page range in the same pass, Gauss-Seidel style, in ONE scan of the slices. The
+paper stores one orientation and accumulates the inverse ranking's partial sums over all
+slices, which makes the inverse a Jacobi iteration; we pay 4 more bytes per link on disk to
+keep Gauss-Seidel for both.
+
+Resident while ranking: 17 bytes per page (the direct vector pre-scaled by 1/OutDeg, the
+interest vector, the XML mask: the gathers need random access to them) plus one slice. The
+direct importance itself lives on disk and is read and written one slice at a time. The
+memory budget picks S so that the largest slice fits beside the resident vectors.
+
+The graph is read from a ``CsrSource`` chunk by chunk (never whole), so a graph kept in
+files can be sliced without loading it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from scipy.sparse import _sparsetools as sparsetools
+
+RESIDENT_BYTES_PER_PAGE = 17
+SLICE_BYTES_PER_PAGE = 96   # slice row pointers (both orientations) and per-row work vectors
+SLICE_BYTES_PER_LINK = 4    # one int32 per link, per orientation
+USABLE_FRACTION = 0.8       # of the budget; the rest is for numpy temporaries and Python
+
+
+class CsrSource(Protocol):
+    """Out-link CSR readable by row ranges."""
+
+    n: int
+    m: int
+
+    def pointers(self, start: int, stop: int) -> np.ndarray:
+        """indptr[start:stop+1] as int64."""
+        ...
+
+    def rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr[start:stop+1] as int64, the int32 indices of those rows)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ArrayCsrSource:
+    """A CSR held in arrays (or memory maps)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def m(self) -> int:
+        return len(self.indices)
+
+    def pointers(self, start: int, stop: int) -> np.ndarray:
+        return np.asarray(self.indptr[start:stop + 1], dtype=np.int64)
+
+    def rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        ptr = self.pointers(start, stop)
+        return ptr, np.asarray(self.indices[int(ptr[0]):int(ptr[-1])], dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class FileCsrSource:
+    """A CSR in two raw little-endian files: int64 indptr[n+1] and int32 indices[m].
+
+    Read with explicit file reads, not memory maps, so pages read do not stay resident."""
+
+    indptr_path: Path
+    indices_path: Path
+
+    @property
+    def n(self) -> int:
+        return os.path.getsize(self.indptr_path) // 8 - 1
+
+    @property
+    def m(self) -> int:
+        return os.path.getsize(self.indices_path) // 4
+
+    def pointers(self, start: int, stop: int) -> np.ndarray:
+        return np.fromfile(self.indptr_path, dtype="<i8", count=stop - start + 1,
+                           offset=8 * start)
+
+    def rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        ptr = self.pointers(start, stop)
+        count = int(ptr[-1] - ptr[0])
+        return ptr, np.fromfile(self.indices_path, dtype="<i4", count=count,
+                                offset=4 * int(ptr[0]))
+
+
+
+POINTER_PIECE_ROWS = 1 << 20
+
+
+def row_cuts(source: CsrSource, row_cost: int, link_cost: int, piece_cost: int) -> np.ndarray:
+    """Row boundaries so that each piece costs at most about ``piece_cost`` bytes.
+
+    A row costs ``row_cost`` + ``link_cost`` per out-link (greedy, by reading indptr in
+    pieces). A single row costlier than ``piece_cost`` becomes a piece of its own."""
+    cuts, base_rows, base_links = [0], 0, 0
+    for start in range(0, source.n, POINTER_PIECE_ROWS):
+        stop = min(source.n, start + POINTER_PIECE_ROWS)
+        ptr = source.pointers(start, stop)
+        rows = np.arange(start, stop + 1, dtype=np.int64)
+        while True:
+            cost = (rows - base_rows) * row_cost + (ptr - base_links) * link_cost
+            over = int(np.searchsorted(cost, piece_cost, side="right"))
+            if over > len(rows) - 1:
+                break
+            cut = max(int(rows[over]) - 1, cuts[-1] + 1)
+            cuts.append(cut)
+            base_rows, base_links = cut, int(ptr[cut - start])
+    if cuts[-1] != source.n:
+        cuts.append(source.n)
+    return np.asarray(cuts, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _CombinedPointers:
+    """Pointers counting a row's out-links plus in-links (in-degree prefix sums in memory)."""
+
+    source: CsrSource
+    in_prefix: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    def pointers(self, start: int, stop: int) -> np.ndarray:
+        return self.source.pointers(start, stop) + self.in_prefix[start:stop + 1]
+
+
+@dataclass(frozen=True)
+class SliceStore:
+    """S slices on disk under ``directory``; ``bounds`` int64[S+1] page ranges."""
+
+    directory: Path
+    n: int
+    m: int
+    bounds: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.bounds) - 1
+
+    def _path(self, kind: str, k: int) -> Path:
+        return self.directory / f"{kind}-{k:05d}.bin"
+
+    def load(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Slice k: (in_indptr, in_indices, out_indptr, out_indices), local int64 pointers."""
+        return (np.fromfile(self._path("in-ptr", k), dtype="<i8"),
+                np.fromfile(self._path("in-idx", k), dtype="<i4"),
+                np.fromfile(self._path("out-ptr", k), dtype="<i8"),
+                np.fromfile(self._path("out-idx", k), dtype="<i4"))
+
+    @classmethod
+    def build(cls, source: CsrSource, directory: Path, budget_bytes: int,
+              chunk_links: int = 1 << 22) -> SliceStore:
+        """Cut the graph into slices that fit the memory budget (three streaming passes)."""
+        n, m = source.n, source.m
+        usable = int(budget_bytes * USABLE_FRACTION) - RESIDENT_BYTES_PER_PAGE * n
+        chunk_links = max(1, min(chunk_links, usable // 64))
+        if usable < 64 * SLICE_BYTES_PER_PAGE:
+            need = (RESIDENT_BYTES_PER_PAGE * n + (1 << 24)) / USABLE_FRACTION
+            raise ValueError(f"memory budget of {budget_bytes} bytes is too small for {n} pages "
+                             f"out of core ({RESIDENT_BYTES_PER_PAGE} bytes per page stay "
+                             f"resident); give at least {int(need)} bytes")
+        directory = Path(tempfile.mkdtemp(prefix="xyro-slices-", dir=directory))
+        in_prefix = np.zeros(n + 1, dtype=np.int64)
+        chunks = row_cuts(source, 0, 1, chunk_links)
+        for a, b in zip(chunks[:-1], chunks[1:]):
+            _, idx = source.rows(int(a), int(b))
+            counts = np.bincount(idx)
+            in_prefix[1:len(counts) + 1] += counts
+        np.cumsum(in_prefix, out=in_prefix)
+        bounds = row_cuts(_CombinedPointers(source, in_prefix), SLICE_BYTES_PER_PAGE,
+                          SLICE_BYTES_PER_LINK, usable)
+        del in_prefix
+        store = cls(directory, n, m, bounds)
+        for k in range(store.count):
+            store._path("out-ptr", k).touch()
+            store._path("out-idx", k).touch()
+        store._write_out_slices_and_buckets(source, chunks)
+        for k in range(store.count):
+            store._sort_bucket(k)
+        return store
+
+    def _write_out_slices_and_buckets(self, source: CsrSource, chunks: np.ndarray) -> None:
+        bases = [int(source.pointers(int(r), int(r))[0]) for r in self.bounds[:-1]]
+        for a, b in zip(chunks[:-1].tolist(), chunks[1:].tolist()):
+            ptr, idx = source.rows(a, b)
+            first = int(np.searchsorted(self.bounds, a, side="right")) - 1
+            last = int(np.searchsorted(self.bounds, b - 1, side="right")) - 1
+            for k in range(first, last + 1):
+                r0, r1 = max(a, int(self.bounds[k])), min(b, int(self.bounds[k + 1]))
+                continued = r0 > int(self.bounds[k])  # its first pointer is already written
+                local = ptr[r0 - a + int(continued):r1 - a + 1] - bases[k]
+                with open(self._path("out-ptr", k), "ab") as f:
+                    local.astype("<i8").tofile(f)
+                with open(self._path("out-idx", k), "ab") as f:
+                    idx[int(ptr[r0 - a] - ptr[0]):int(ptr[r1 - a] - ptr[0])].tofile(f)
+            sources = np.repeat(np.arange(a, b, dtype=np.int32), np.diff(ptr))
+            owner = np.searchsorted(self.bounds, idx, side="right") - 1
+            order = np.argsort(owner, kind="stable")
+            splits = np.cumsum(np.bincount(owner, minlength=self.count))[:-1]
+            for k, (d, s) in enumerate(zip(np.split(idx[order], splits),
+                                           np.split(sources[order], splits))):
+                if len(d):
+                    with open(self._path("bucket", k), "ab") as f:
+                        np.stack([d, s], axis=1).astype("<i4").tofile(f)
+
+    def _sort_bucket(self, k: int) -> None:
+        """Turn slice k's bucket of (destination, source) pairs into its in-link CSR."""
+        r0, rows = int(self.bounds[k]), int(self.bounds[k + 1] - self.bounds[k])
+        bucket = self._path("bucket", k)
+        pairs = (np.fromfile(bucket, dtype="<i4").reshape(-1, 2) if bucket.exists()
+                 else np.empty((0, 2), dtype=np.int32))
+        nnz = len(pairs)
+        ptr = np.empty(rows + 1, dtype=np.int32 if nnz < 2**31 - 1 else np.int64)
+        idx = np.empty(nnz, dtype=ptr.dtype)
+        sparsetools.coo_tocsr(rows, self.n, nnz, (pairs[:, 0] - r0).astype(ptr.dtype),
+                              pairs[:, 1].astype(ptr.dtype), np.zeros(nnz, np.int8),
+                              ptr, idx, np.empty(nnz, np.int8))
+        del pairs
+        ptr.astype("<i8").tofile(self._path("in-ptr", k))
+        idx.astype("<i4").tofile(self._path("in-idx", k))
+        bucket.unlink(missing_ok=True)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ranking.graph import LinkGraph
+
+CNR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "cnr-2000-edges.npz"
+
+
+def random_graph(seed: int, n: int, m: int, self_links: bool = True) -> LinkGraph:
+    """Unique links, some dangling pages, some self-links, power-law-ish destinations."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = (rng.zipf(1.7, m) * 7919 + rng.integers(0, 3, m)) % n
+    if self_links:
+        dst[::9] = src[::9]
+    pairs = np.unique(np.column_stack([src, dst]), axis=0)
+    return LinkGraph.from_edges(pairs[:, 0], pairs[:, 1], n)
+
+
+def dense_m(graph: LinkGraph) -> np.ndarray:
+    """M[i, j] = 1/OutDeg(j) when j -> i (003 eq. 2), dense."""
+    n = graph.n
+    m = np.zeros((n, n))
+    inv = graph.inverse_out_degree()
+    for j in range(n):
+        for i in graph.indices[graph.indptr[j]:graph.indptr[j + 1]]:
+            m[i, j] += inv[j]
+    return m
+
+
+@pytest.fixture(scope="session")
+def cnr_graph() -> LinkGraph:
+    if not CNR.exists():
+        pytest.skip(f"LAW cnr-2000 edge list not found at {CNR}")
+    with np.load(CNR) as z:
+        return LinkGraph.from_edges(z["src"], z["dst"], int(z["n"]))
+
+
+@pytest.fixture(scope="session")
+def make_graph():
+    return random_graph
+
+
+@pytest.fixture(scope="session")
+def dense():
+    return dense_m
