@@ -69,7 +69,7 @@ def test_big_body_announces_50mb_and_is_streamed(web: SyntheticWeb, raw) -> None
     assert int(raw.header(head, "Content-Length")) == 50 * 2**20
     assert len(body) == 2**20 and body.startswith(b"<p>filler")
     path = urlsplit(url).path
-    assert _wait_for(lambda: web.log.requests(path=path))
+    assert _wait_for(lambda: [r for r in web.log.requests(path=path) if r.end is not None])
     (rec,) = web.log.requests(path=path)
     assert rec.status == 200 and rec.bytes < 50 * 2**20  # the server gave up with the client
 
@@ -198,3 +198,19 @@ def test_refused_port_refuses(web: SyntheticWeb) -> None:
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((u.hostname, u.port), timeout=1.0)
     assert web.expected_outcome(_url(web, "refused_port")) == "connect"
+
+
+def test_every_hop_of_a_case_maps_back_to_it(web: SyntheticWeb) -> None:
+    cal = _url(web, "calendar_trap")
+    later = cal.replace("/calendar/2026/11", "/calendar/2031/4")
+    assert web.is_trap(later) and web.expected_outcome(later) == "trap"
+    chain = _url(web, "redirect_chain").replace("/h/chain/1", "/h/chain/6")
+    assert web.hostile_case(chain).name == "redirect_chain"
+    assert web.expected_outcome(web.seeds[0]) in (None, "ok", "robots", "http_status")
+    plain = web.url(next(p.id for p in web.model.pages
+                         if web.model.hosts[p.host].robots in ("rules", "missing")
+                         and not web.model.hosts[p.host].throttled))
+    assert web.hostile_case(plain) is None and not web.is_trap(plain)
+    throttled = next(h for h in web.model.normal_hosts if h.throttled)
+    assert web.expected_outcome(web.url(throttled.pages[1])) == "http_status"
+    assert web.hostile_case("http://example.org/") is None

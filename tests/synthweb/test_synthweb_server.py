@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from xyro.clock import ManualClock, WallClock
-from xyro.synthweb import RequestLog, SyntheticWeb, WebSpec
+from xyro.synthweb import RequestLog, RequestRecord, SyntheticWeb, WebSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_request_log_records_what_was_served(web: SyntheticWeb, clock: ManualClo
     assert first.if_modified_since == headers["If-Modified-Since"]
     assert first.port == urlsplit(url).port and first.url == url + "?q=1"
     assert first.bytes > 0 and recs[1].bytes == 0 and recs[1].clock == first.clock + 5.0
-    assert all(r.start <= r.end for r in recs)
+    assert all(r.end is not None and r.start <= r.end for r in recs)
     assert web.log.requests(path="/", method="GET")[0] is not None
     assert web.log.requests(host="127.0.0.254") == []
 
@@ -163,3 +163,36 @@ def test_throughput_informative() -> None:
     assert sum(ok) == len(urls) == len(web.log)
     print(f"\nsynthweb: {len(urls) / elapsed:.0f} requests/s served to 8 client threads "
           f"(client and server share the CPU)", file=sys.stderr)
+
+
+def _record(host: str, start: float, end: float, clock: float) -> RequestRecord:
+    return RequestRecord(start, end, clock, host, 80, "GET", "/", 200, 1, None, None, None)
+
+
+def test_politeness_helpers_of_the_log() -> None:
+    log = RequestLog()
+    for args in [("a", 0.0, 1.0, 10.0), ("a", 1.0, 2.0, 12.5), ("a", 1.5, 3.0, 13.0),
+                 ("b", 0.0, 5.0, 0.0)]:
+        log.add(_record(*args))
+    assert log.max_in_flight("a") == 2 and log.max_in_flight("b") == 1
+    assert log.min_start_gap("a") == 0.5 and log.min_start_gap("b") is None
+    assert log.max_in_flight("nobody") == 0
+
+
+def test_concurrent_requests_show_up_as_in_flight(web: SyntheticWeb) -> None:
+    url = web.seeds[0]
+    host = urlsplit(url).hostname
+
+    def get() -> None:
+        with requests.Session() as s:
+            for _ in range(20):
+                s.get(url, timeout=5)
+
+    workers = [threading.Thread(target=get) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(web.log.requests(host=host)) == 80
+    assert 1 <= web.log.max_in_flight(host) <= 4
+    assert web.log.min_start_gap(host) == 0.0  # a manual clock that did not move

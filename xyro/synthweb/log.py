@@ -1,7 +1,9 @@
 """The synthetic web's request log: every request served, for tests to check crawlers by.
 
 Times: ``start``/``end`` are real monotonic seconds (``time.monotonic``), ``clock`` is the
-injected clock's time at the start (what politeness rules are stated in).
+injected clock's time at the start (what politeness rules are stated in). A record is in
+the log before the client can have the whole response (small replies are logged complete
+just before their single write; streamed ones get ``end`` and ``bytes`` when done).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 @dataclass(slots=True)
 class RequestRecord:
     start: float
-    end: float
+    end: float | None        # None while a streamed or dripped body is still being sent
     clock: float
     host: str
     port: int
@@ -58,6 +60,25 @@ class RequestLog:
                 and (path is None or r.target.split("?", 1)[0] == path)
                 and (status is None or r.status == status)
                 and (method is None or r.method == method)]
+
+    def max_in_flight(self, host: str) -> int:
+        """Most requests to ``host`` that were being served at the same real instant."""
+        records = self.requests(host=host)
+        inf = float("inf")
+        events = sorted([(r.start, 1) for r in records]
+                        + [(inf if r.end is None else r.end, -1) for r in records])
+        peak = level = 0
+        for _, step in events:  # at equal times the end (-1) sorts first: touching is fine
+            level += step
+            peak = max(peak, level)
+        return peak
+
+    def min_start_gap(self, host: str) -> float | None:
+        """Smallest clock-time gap between two consecutive request starts to ``host``
+        (what a politeness delay bounds from below); None with fewer than 2 requests."""
+        starts = sorted(r.clock for r in self.requests(host=host))
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        return min(gaps) if gaps else None
 
     def clear(self) -> None:
         with self._lock:

@@ -54,15 +54,22 @@ class _Handler(BaseHTTPRequestHandler):
         h = self.headers
         reply = srv.site.answer(self.path, h.get("If-None-Match"), h.get("If-Modified-Since"),
                                 now)
-        sent = 0
-        try:
-            sent = self._write(reply, with_body, now)
-        finally:
-            srv.log.add(RequestRecord(
-                start=start, end=time.monotonic(), clock=now, host=srv.address, port=srv.port,
-                method=self.command, target=self.path, status=reply.status, bytes=sent,
-                user_agent=h.get("User-Agent"), if_none_match=h.get("If-None-Match"),
-                if_modified_since=h.get("If-Modified-Since")))
+        record = RequestRecord(
+            start=start, end=None, clock=now, host=srv.address, port=srv.port,
+            method=self.command, target=self.path, status=reply.status, bytes=0,
+            user_agent=h.get("User-Agent"), if_none_match=h.get("If-None-Match"),
+            if_modified_since=h.get("If-Modified-Since"))
+        simple = not with_body or reply.mode in ("full", "hold") or reply.status == 304
+        if simple:
+            # Complete before the one write, so a client holding the response finds it logged.
+            record.bytes = len(reply.body) if with_body and reply.status != 304 else 0
+            record.end = time.monotonic()
+        srv.log.add(record)
+        sent = self._write(reply, with_body, now)
+        if sent != record.bytes:
+            record.bytes = sent
+        if not simple:
+            record.end = time.monotonic()
 
     def _write(self, reply: Reply, with_body: bool, now: float) -> int:
         """Write the reply; returns body bytes sent. Client aborts end the connection."""

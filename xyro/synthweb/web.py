@@ -206,7 +206,26 @@ class SyntheticWeb:
                 out[h.address] = CASES["throttled_host"]
         return out
 
+    def hostile_case(self, url: str) -> HostileCase | None:
+        """The hostile case any URL of this web belongs to (entry or any later hop, e.g.
+        /calendar/2031/4 or /h/chain/6), host-level cases included; None for normal URLs."""
+        where = self.locate(url)
+        if where is None:
+            return None
+        index, path = where
+        host = self.model.hosts[index]
+        if host.role != "normal":
+            return CASES["silent_host" if host.role == "silent" else "refused_port"]
+        for h in self.model.hostile:
+            if h.host == index and path.startswith(CASES[h.name].prefix or h.path):
+                return CASES[h.name]
+        return self.hostile_hosts().get(host.address)
+
     def expected_outcome(self, url: str) -> str | None:
-        """The expected outcome word of a hostile entry URL (see hostile.py), else None."""
-        case = self.hostile_urls().get(url)
+        """The expected outcome word (see hostile.py) of a hostile URL, else None."""
+        case = self.hostile_case(url)
         return None if case is None else case.expected
+
+    def is_trap(self, url: str) -> bool:
+        """True for every URL of a crawler trap (the infinite calendar)."""
+        return self.expected_outcome(url) == "trap"
