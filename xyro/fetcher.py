@@ -140,13 +140,15 @@ class Fetcher:
 
     def __init__(self, limits: FetchLimits, user_agent: str, resolver: Resolver, clock: Clock,
                  redirect_check: RedirectCheck | None = None, *,
-                 max_host_pools: int = 1024, max_per_host: int = 4) -> None:
+                 max_host_pools: int = 1024, max_per_host: int = 4,
+                 ca_bundle: str | None = None) -> None:
         if any(ch in user_agent for ch in "\r\n\0"):
             raise ValueError(f"user agent {user_agent!r} contains CR/LF/NUL")
         self._limits = limits
         self._resolver = resolver
         self._clock = clock
         self._redirect_check = redirect_check
+        self._verify: bool | str = ca_bundle or True   # a CA file for private PKIs and tests
         self._headers = {
             "User-Agent": user_agent,
             "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,text/xml;q=0.9,"
@@ -299,7 +301,7 @@ class Fetcher:
         limits = self._limits
         try:
             # Not Session.send: it would read a 3xx body (see the module docstring).
-            return self._adapter.send(prepared, stream=True, verify=True, proxies={},
+            return self._adapter.send(prepared, stream=True, verify=self._verify, proxies={},
                                       timeout=(limits.connect_timeout_s, limits.read_timeout_s))
         except UnpinnedConnection as exc:
             raise _Failure(ErrorKind.ADDRESS, f"{prepared.url}: {exc}") from None

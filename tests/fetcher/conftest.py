@@ -8,6 +8,7 @@ connections it saw. ``hold_server`` accepts connections and never answers.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -95,9 +96,12 @@ class Serve:
     def __init__(self) -> None:
         self._started: list[_QuietServer] = []
 
-    def __call__(self, routes: dict[str, Route]) -> LocalServer:
+    def __call__(self, routes: dict[str, Route], tls: ssl.SSLContext | None = None,
+                 ) -> LocalServer:
         local = LocalServer(routes)
         httpd = _QuietServer(("127.0.0.1", 0), _make_handler(local))
+        if tls is not None:
+            httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
         local.port = httpd.server_address[1]
         threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
                          daemon=True).start()
@@ -214,14 +218,15 @@ def make_fetcher() -> Iterator[Callable[..., Fetcher]]:
 
     def build(*, resolver: Resolver | None = None, hosts: dict[str, list[str]] | None = None,
               redirect_check: Callable[[str], ErrorKind | None] | None = None,
-              max_per_host: int = 4, **overrides: object) -> Fetcher:
+              max_per_host: int = 4, ca_bundle: str | None = None,
+              **overrides: object) -> Fetcher:
         clock = ManualClock()
         if resolver is None:
             lookup = socket.getaddrinfo if hosts is None else table_getaddrinfo(hosts)
             resolver = Resolver(clock, timeout_s=2.0, getaddrinfo=lookup)
         fetcher = Fetcher(replace(TEST_LIMITS, **overrides),  # type: ignore[arg-type]
                           "XyroTest/0.1 (+http://127.0.0.1/contact)", resolver, clock,
-                          redirect_check, max_per_host=max_per_host)
+                          redirect_check, max_per_host=max_per_host, ca_bundle=ca_bundle)
         made.append((fetcher, resolver))
         return fetcher
 

@@ -217,7 +217,10 @@ def test_a_timed_out_fetch_does_not_break_the_next_one(
     limits = dict(read_timeout_s=5.0, deadline_s=0.5)
     fetcher = make_fetcher(**limits)
     assert fetcher.fetch(server.url("/ok")).error_kind is None
+    t0 = time.monotonic()   # the drip reuses the kept-alive socket: the watchdog must cut it
     assert fetcher.fetch(server.url("/drip")).error_kind == ErrorKind.TIMEOUT
+    assert time.monotonic() - t0 < 2.0
+    assert len(server.connections()) == 1
     results = [fetcher.fetch(server.url("/ok")) for _ in range(3)]
     assert [r.error_kind for r in results] == [None, None, None]
     assert all(r.body == b"<html>fine</html>" for r in results)
