@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from metadata import Enqueue, JobRun, MetadataStore, SetState, crawl_queries
-from xyro.app import App, build_crawler
+from xyro.app import App, CrawlParts, build_crawler
 from xyro.crawler import CrawlSummary
 from xyro.frontier import URGENT
 from xyro.urls import canonicalize
@@ -47,14 +47,21 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
               stop: threading.Event | None = None, enforce_politeness: bool = True,
-              on_progress: Callable[[dict[str, Any]], None] | None = None) -> CrawlSummary:
-    """Resume the persisted frontier, add the configured seeds, crawl, and record the run."""
+              on_progress: Callable[[dict[str, Any]], None] | None = None,
+              customize: Callable[[CrawlParts], None] | None = None) -> CrawlSummary:
+    """Resume the persisted frontier, add the configured seeds, crawl, and record the run.
+
+    ``customize`` may adjust the wired parts before the run (tests switch rules off this way
+    to show that the checks would catch a crawler without them).
+    """
     stop = stop or threading.Event()
     started = app.clock.now()
     with app.open_store() as store:
         parts = build_crawler(app, store, enforce_politeness=enforce_politeness)
         try:
             crawler = parts.crawler
+            if customize is not None:
+                customize(parts)
             resumed = _restore(store, crawler)
             seeded = 0
             for url in app.config.seeds:

@@ -35,6 +35,9 @@ from xyro.urls import Scope, TrapGuard, canonicalize
 
 log = logging.getLogger("xyro.crawler")
 
+#: robots.txt fetch failures that mean the host cannot be reached at all.
+UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, ErrorKind.ADDRESS})
+
 #: (etag, last_modified, known type) of a URL already fetched, for conditional GET.
 Validators = tuple[str | None, float | None, PageType | None]
 
@@ -243,8 +246,16 @@ class Crawler:
         now = self.clock.now()
         status = result.status if result.error_kind in (None, ErrorKind.HTTP_STATUS) else None
         self.frontier.robots.store(item.origin, status, result.body, now)
-        self.frontier.done(item, result.retry_after_s, error=result.error_kind is not None, now=now)
+        # A robots.txt 404 is an answer (allow all), not a failure to back off from.
+        failed = status is None or status >= 500 or status == 429
+        self.frontier.done(item, result.retry_after_s, error=failed, now=now,
+                           started_at=result.started_at)
         self.stats.robots_fetch()
+        if result.error_kind in UNREACHABLE:
+            detail = (f"robots.txt of {item.origin} could not be fetched "
+                      f"({result.error_detail}); the host is tried again later")
+            for queued in self.frontier.drain_origin(item.origin, item.host):
+                self._record_refused(queued, result.error_kind, detail)
 
     def _page_done(self, done: _Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome
@@ -253,7 +264,8 @@ class Crawler:
         if self._given_back(item, result) or self._retry_later(item, result, now):
             return
         self.frontier.done(item, result.retry_after_s,
-                           error=result.error_kind not in (None, ErrorKind.HTTP_STATUS), now=now)
+                           error=result.error_kind not in (None, ErrorKind.HTTP_STATUS), now=now,
+                           started_at=result.started_at)
         hops = self._hops.pop(item.url, 0)
         if result.status in REDIRECT_STATUSES and result.redirects:
             outcome = self._redirect(item, result, hops)
@@ -275,7 +287,7 @@ class Crawler:
     def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
         """A fetch cut short by a stop request is not an observation: leave it queued."""
         if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
-            self.frontier.done(item, now=self.clock.now())
+            self.frontier.done(item, now=self.clock.now(), started_at=result.started_at)
             return True
         return False
 
@@ -289,7 +301,9 @@ class Crawler:
             return False
         self._retries[item.url] = tries + 1
         wait = result.retry_after_s if result.retry_after_s is not None else 60.0 * 2 ** tries
-        self.frontier.requeue(item, not_before=now + wait, retry_after_s=wait, error=True, now=now)
+        # Retry-After alone sets the pause; the error back-off would stack on top of it.
+        self.frontier.requeue(item, not_before=now + wait, retry_after_s=wait, now=now,
+                              started_at=result.started_at)
         return True
 
     def _redirect(self, item: FrontierItem, result: FetchResult, hops: int) -> PageOutcome:

@@ -280,8 +280,11 @@ class Frontier:
     # -- giving back ------------------------------------------------------------------------
 
     def done(self, item: FrontierItem, retry_after_s: float | None = None, error: bool = False,
-             now: float | None = None) -> None:
-        """The request of ``item`` ended; frees the host's slot (robots: after ``robots.store``)."""
+             now: float | None = None, started_at: float | None = None) -> None:
+        """The request of ``item`` ended; frees the host's slot (robots: after ``robots.store``).
+
+        ``started_at``: when the request really started (see :meth:`HostScheduler.finish`).
+        """
         now = self._clock.now() if now is None else now
         with self._lock:
             if item.kind == "disallowed":
@@ -291,7 +294,7 @@ class Frontier:
                     raise ValueError(f"robots item for {item.origin} is not in progress")
                 del self._robots_inflight[item.origin]
                 self.hosts.set_crawl_delay(item.host, self.robots.crawl_delay(item.origin))
-                self.hosts.finish(item.host, now, retry_after_s, error)
+                self.hosts.finish(item.host, now, retry_after_s, error, started_at)
                 for host in self._held.pop(item.origin, ()):
                     if host in self._queues:
                         self.hosts.want(host)
@@ -299,15 +302,47 @@ class Frontier:
             if self._in_progress.get(item.url) is not item:
                 raise ValueError(f"frontier item {item.url} is not in progress (done twice?)")
             del self._in_progress[item.url]
-            self.hosts.finish(item.host, now, retry_after_s, error)
+            self.hosts.finish(item.host, now, retry_after_s, error, started_at)
+
+    def drain_origin(self, origin: str, host: str) -> list[FrontierItem]:
+        """Remove and return the items of ``origin`` queued on ``host`` (delayed ones stay).
+
+        For a robots.txt that could not be fetched at all (timeout, refused, DNS): the engine
+        fails these URLs with that reason, as Heritrix fails URIs whose prerequisite failed,
+        instead of leaving them queued with no visible cause.
+        """
+        with self._lock:
+            q = self._queues.get(host)
+            if q is None:
+                return []
+            out: list[FrontierItem] = []
+            for level, dq in enumerate(q.levels):
+                if not dq:
+                    continue
+                keep: deque[FrontierItem] = deque()
+                for item in dq:
+                    if self._queued.get(item.url) is not item:
+                        continue  # stale entry of an item moved up a level
+                    if item.origin == origin:
+                        out.append(item)
+                        del self._queued[item.url]
+                        q.live[level] -= 1
+                        self._level_counts[level] -= 1
+                    else:
+                        keep.append(item)
+                q.levels[level] = keep
+            if q.best() is None:
+                del self._queues[host]
+            return out
 
     def requeue(self, item: FrontierItem, not_before: float = 0.0, retry_after_s: float | None = None,
-                error: bool = False, now: float | None = None) -> bool:
+                error: bool = False, now: float | None = None,
+                started_at: float | None = None) -> bool:
         """End ``item``'s request and queue its URL again (same level) from ``not_before``.
 
         For a robots item this is :meth:`done` (the robots item comes back by itself).
         """
-        self.done(item, retry_after_s, error, now)
+        self.done(item, retry_after_s, error, now, started_at)
         if item.kind != "fetch":
             return False
         return self.push(item.url, item.priority, item.depth, not_before)

@@ -163,17 +163,22 @@ class HostScheduler:
                 self._schedule(host, st, now)
 
     def finish(self, host: str, now: float | None = None, retry_after_s: float | None = None,
-               error: bool = False) -> float:
+               error: bool = False, started_at: float | None = None) -> float:
         """The request to ``host`` ended at ``now``; returns the host's next allowed start.
 
         ``retry_after_s``: the server's Retry-After (429/503), in seconds from now.
         ``error``: the request failed (timeout, 5xx, ...); consecutive errors back off.
+        ``started_at``: when the request really left (the fetch worker's clock reading); a
+        worker may pick the job up a little after :meth:`start`, and the delay must separate
+        real request starts, so the later of the two counts.
         """
         now = self._clock.now() if now is None else now
         with self._lock:
             st = self._hosts.get(host)
             if st is None or st.in_flight == 0:
                 raise PolitenessError(f"finish({host!r}) without a request in flight to that host")
+            if started_at is not None and st.last_start < started_at <= now:
+                st.last_start = started_at
             st.in_flight -= 1
             self._in_flight -= 1
             st.errors = st.errors + 1 if error else 0

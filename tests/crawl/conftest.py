@@ -1,0 +1,71 @@
+"""Crawls of the synthetic web into real SQLite files, with configs built like the CLI's."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from xyro.app import App
+from xyro.clock import Clock
+from xyro.config import load_config
+from xyro.synthweb.web import SyntheticWeb
+
+
+def make_app(tmp_path: Path, web: SyntheticWeb, clock: Clock, *, delay_s: float,
+             workers: int = 8, extra: Sequence[str] = ()) -> App:
+    """An App crawling ``web`` into ``tmp_path``/xyro.db (database created)."""
+    overrides = [
+        f"seeds={json.dumps(web.seeds)}",
+        "scope.allow_private_addresses=true",
+        f"crawler.politeness.delay_s={delay_s}",
+        f"crawler.workers={workers}",
+        f"storage.database={tmp_path / 'xyro.db'}",
+        f"storage.warehouse_dir={tmp_path / 'warehouse'}",
+        *extra,
+    ]
+    app = App(load_config(None, {}, overrides), clock)
+    with app.open_store(create=True):
+        pass
+    return app
+
+
+# Each URL with its latest error (kind, detail), if any.
+_URL_ROWS = """
+SELECT u.*, e.kind AS error_kind, e.detail AS error_detail
+FROM urls u LEFT JOIN errors e ON e.id = (SELECT max(id) FROM errors WHERE url_id = u.id)
+"""
+
+
+def url_rows(db: Path) -> dict[str, sqlite3.Row]:
+    """Every URL row of the store, by URL."""
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return {r["url"]: r for r in conn.execute(_URL_ROWS)}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def rows_of():
+    return url_rows
+
+
+@pytest.fixture
+def app_for():
+    """``app_for(tmp_path, web, clock, delay_s=..., workers=..., extra=...)`` -> App."""
+    return make_app
+
+
+@pytest.fixture(scope="module")
+def app_for_module():
+    return make_app
+
+
+@pytest.fixture(scope="module")
+def rows_of_module():
+    return url_rows

@@ -1,0 +1,5 @@
+"""``python -m xyro``: the same as the ``xyro`` command."""
+
+from xyro.cli import main
+
+main()
