@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +131,44 @@ def status(ctx: click.Context, as_json: bool) -> None:
     app = _app(ctx)
     with app.open_store() as store:
         report = store.status(current_unit=app.current_unit())
-    report = {"database": str(app.database_path), **report}
+    report = {"database": str(app.database_path), **_readable(report)}
     if as_json:
         click.echo(json.dumps(report, indent=None, sort_keys=True, default=str))
     else:
         click.echo(format_status(report))
+
+
+def _readable(report: dict[str, Any]) -> dict[str, Any]:
+    """Job runs with ISO times and durations; the last crawl's counters as their own section."""
+    out = dict(report)
+    runs = out.get("last_job_runs")
+    if isinstance(runs, list):
+        out["last_job_runs"] = [_job_line(r) if isinstance(r, dict) else r for r in runs]
+    state = dict(out.get("state") or {})
+    last = state.pop("crawl.last_run", None)
+    if isinstance(last, str):
+        try:
+            crawl = json.loads(last)
+        except ValueError:
+            crawl = None
+        if isinstance(crawl, dict):
+            out["last_crawl"] = {k: crawl[k] for k in (
+                "pages", "pages_per_s", "elapsed_s", "by_type", "errors_by_kind", "queued",
+                "seen_urls") if k in crawl}
+        out["state"] = state
+    return out
+
+
+def _job_line(run: dict[str, Any]) -> str:
+    started, finished = run.get("started"), run.get("finished")
+    when = _iso(started) if isinstance(started, (int, float)) else "?"
+    took = (f" ({finished - started:.1f} s)" if isinstance(finished, (int, float))
+            and isinstance(started, (int, float)) else "")
+    return f"{run.get('name')} {when}{took} {run.get('status')}: {run.get('detail') or ''}"
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_status(report: dict[str, Any]) -> str:
@@ -263,6 +297,61 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
+
+
+@cli.command("run")
+@click.pass_context
+def run_daemon(ctx: click.Context) -> None:
+    """Run the daemon: crawl without end, rank on schedule, publish status.
+
+    Meant for systemd (Type=notify: READY/STATUS/STOPPING are sent when $NOTIFY_SOCKET is
+    set). SIGTERM stops cleanly (exit 0); SIGHUP re-reads the configuration file.
+    """
+    from xyro.daemon import Daemon
+    from xyro.sdnotify import Notifier
+
+    lazy = ctx.find_object(_Lazy)
+    app = lazy.get()
+
+    def reload_config() -> Any:
+        return load_config(lazy.path, os.environ, lazy.overrides)
+
+    daemon = Daemon(app, Notifier(), reload_config)
+    daemon.install_signals()
+    daemon.run()
+
+
+@cli.command()
+@click.option("--edges", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Rank a bare edge list (.npz with n, src, dst[, xml]) "
+                                 "instead of the database.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many top pages to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def rank(ctx: click.Context, edges: Path | None, top: int, as_json: bool) -> None:
+    """Compute direct importance and inverse interest (PageRank) and store them (mean 1).
+
+    Uses the ranking section of the config (damping, tolerance, dangling, memory budget:
+    above it the graph is ranked out of core, in slices). Progress per sweep on stderr.
+    """
+    from ranking.results import ConvergenceError
+    from xyro.rank_run import rank_edges, run_rank
+
+    def progress(p: Any) -> None:
+        click.echo(f"{p.ranking} sweep {p.iteration}: residual {p.residual:.3e}", err=True)
+
+    app = _app(ctx)
+    try:
+        summary = (rank_edges(edges, app, progress, top) if edges is not None
+                   else run_rank(app, progress, top))
+    except ConvergenceError as exc:
+        raise XyroError(f"ranking did not converge: {exc} (config keys ranking.max_iter, "
+                        "ranking.tolerance, ranking.damping)") from None
+    except ValueError as exc:
+        raise XyroError(f"cannot rank {edges or app.database_path}: {exc}") from None
+    report = summary.as_dict()
+    click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
 
 
 @cli.group("config")

@@ -241,7 +241,7 @@ class RefreshConfig(_Section):
 class RankingConfig(_Section):
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
-    max_iter: int = Field(200, ge=1)
+    max_iter: int = Field(1000, ge=1)
     dangling: Literal["paper", "teleport"] = "paper"
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
     schedule_s: float = Field(86400.0, gt=0)

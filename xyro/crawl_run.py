@@ -62,7 +62,7 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
             crawler = parts.crawler
             if customize is not None:
                 customize(parts)
-            resumed = _restore(store, crawler)
+            resumed = restore_frontier(store, crawler)
             seeded = 0
             for url in app.config.seeds:
                 canonical = canonicalize(url)
@@ -83,7 +83,8 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     return summary
 
 
-def _restore(store: MetadataStore, crawler: Any) -> int:
+def restore_frontier(store: MetadataStore, crawler: Any) -> int:
+    """Seen-set from every known URL, frontier from the persisted rows; returns rows queued."""
     conn = store.read_connection()
     try:
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]

@@ -117,9 +117,15 @@ class Crawler:
 
     def run(self, max_pages: int | None = None, max_seconds: float | None = None,
             stop: threading.Event | None = None,
-            on_progress: Callable[[dict[str, Any]], None] | None = None) -> CrawlSummary:
-        """Crawl until ``max_pages`` fetches, ``max_seconds`` of clock time, ``stop`` or exhaustion."""
+            on_progress: Callable[[dict[str, Any]], None] | None = None,
+            until_exhausted: bool = True) -> CrawlSummary:
+        """Crawl until ``max_pages`` fetches, ``max_seconds`` of clock time, ``stop`` or exhaustion.
+
+        ``until_exhausted=False`` (the daemon) waits on an empty frontier for work that other
+        threads push (planner, reload) instead of returning.
+        """
         stop = stop or threading.Event()
+        self._stop.clear()
         deadline = None if max_seconds is None else self.clock.now() + max_seconds
         threads = [threading.Thread(target=self._worker, name=f"xyro-fetch-{i}", daemon=True)
                    for i in range(self.settings.workers)]
@@ -132,7 +138,7 @@ class Crawler:
                 self._wake.clear()
                 self._drain()
                 reason = self._stop_reason(stop, deadline, max_pages) or reason
-                if reason != "frontier exhausted" or self._exhausted():
+                if reason != "frontier exhausted" or (until_exhausted and self._exhausted()):
                     if self._in_flight == 0:
                         break
                     self._wait_for_results()
@@ -141,7 +147,7 @@ class Crawler:
                 if on_progress and self.stats.elapsed_s - last_progress >= self.settings.progress_interval_s:
                     last_progress = self.stats.elapsed_s
                     on_progress(self.snapshot())
-                if self._exhausted() and self._in_flight == 0:
+                if until_exhausted and self._exhausted() and self._in_flight == 0:
                     break
                 self._wait_for_work()
         finally:

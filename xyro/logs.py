@@ -55,3 +55,5 @@ def setup_logging(level: str = "info", fmt: str = "text") -> None:
     root.setLevel(level.upper())
     # urllib3 logs every retry/pool event at DEBUG/WARNING; our own fetch log says enough.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
+    # APScheduler logs every job run at INFO; job outcomes are logged by the jobs themselves.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)

@@ -1,0 +1,95 @@
+"""``xyro run`` as systemd runs it: a real subprocess, a real notify socket, real signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from metadata import MetadataStore
+from xyro.clock import WallClock
+from xyro.sdnotify import Notifier
+from xyro.synthweb.spec import WebSpec
+from xyro.synthweb.web import SyntheticWeb
+
+SPEC = WebSpec(seed=9, n_hosts=4, n_pages=120, hostile=frozenset(), crawl_delay_share=0.0)
+
+
+def _config(path: Path, seeds: list[str], db: Path) -> None:
+    path.write_text(
+        f"seeds: {json.dumps(seeds)}\n"
+        "scope: {allow_private_addresses: true}\n"
+        "crawler: {workers: 4, politeness: {delay_s: 0.02}}\n"
+        "ranking: {schedule_s: 1}\n"
+        f"storage: {{database: '{db}', warehouse_dir: '{db.parent / 'w'}'}}\n")
+
+
+def _receive(sock: socket.socket, until: float) -> list[str]:
+    messages = []
+    sock.settimeout(0.1)
+    while time.monotonic() < until:
+        try:
+            messages.append(sock.recv(4096).decode())
+        except TimeoutError:
+            continue
+    return messages
+
+
+def test_daemon_notifies_reloads_ranks_and_stops_cleanly(tmp_path: Path) -> None:
+    notify_path = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify_path))
+    db = tmp_path / "xyro.db"
+    with SyntheticWeb(SPEC, WallClock()) as web:
+        config = tmp_path / "xyro.yaml"
+        _config(config, web.seeds[:1], db)
+        proc = subprocess.Popen([sys.executable, "-m", "xyro", "-c", str(config), "run"],
+                                env={"NOTIFY_SOCKET": str(notify_path), "PATH": "/usr/bin:/bin"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = _receive(sock, time.monotonic() + 4.0)
+            assert any("READY=1" in m for m in first), first
+            _config(config, web.seeds, db)  # the operator adds seeds, then reloads
+            proc.send_signal(signal.SIGHUP)
+            later = _receive(sock, time.monotonic() + 4.0)
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        final = _receive(sock, time.monotonic() + 0.3)
+        hosts_fetched = {r.host for r in web.log.requests() if r.target != "/robots.txt"}
+        n_seeds = len(web.seeds)
+    sock.close()
+    assert proc.returncode == 0, err
+    assert "RELOADING=1" in "".join(later) and "STATUS=" in "".join(first + later)
+    assert "STOPPING=1" in "".join(later + final)
+    assert f"reloaded: {n_seeds - 1} new seeds queued" in err
+    assert len(hosts_fetched) == n_seeds, "the reloaded seeds were not crawled"
+    assert "Traceback" not in err
+    conn = sqlite3.connect(db)
+    jobs = {name for (name,) in conn.execute("SELECT name FROM job_runs")}
+    ranked = conn.execute("SELECT count(*) FROM urls WHERE importance IS NOT NULL").fetchone()[0]
+    conn.close()
+    assert {"rank", "daemon"} <= jobs
+    assert ranked > 0
+    with MetadataStore.open(db) as store:
+        assert json.loads(store.get_state("crawl.last_run"))["pages"] > 0
+
+
+def test_notifier_is_a_no_op_outside_systemd() -> None:
+    assert Notifier(address="").ready("x") is False
+
+
+def test_notifier_sends_to_an_abstract_socket() -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    name = f"xyro-test-{time.monotonic_ns()}"
+    sock.bind("\0" + name)
+    assert Notifier(address="@" + name).notify(status="hello", ready=1)
+    assert sock.recv(100) == b"STATUS=hello\nREADY=1"
+    sock.close()

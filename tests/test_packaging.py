@@ -1,0 +1,56 @@
+"""The systemd unit rates well offline, and every CLI command is documented in the README."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import click.testing
+import pytest
+
+from xyro.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+UNIT = ROOT / "systemd" / "xyro.service"
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[str]:
+    names = []
+    for name, cmd in sorted(group.commands.items()):
+        names.append(f"{prefix}{name}")
+        if isinstance(cmd, click.Group):
+            names.extend(_commands(cmd, f"{prefix}{name} "))
+    return names
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [c for c in _commands(cli) if f"xyro {c}" not in readme]
+    assert not missing, f"commands missing from README.md: {missing}"
+
+
+def test_every_command_has_help() -> None:
+    runner = click.testing.CliRunner()
+    for command in _commands(cli):
+        result = runner.invoke(cli, [*command.split(), "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output, command
+
+
+def test_unit_runs_the_daemon_command_as_notify_service() -> None:
+    text = UNIT.read_text()
+    assert re.search(r"^Type=notify$", text, re.M)
+    assert re.search(r"^ExecStart=\S*xyro .* run$", text, re.M)
+    assert not re.search(r"^DynamicUser=yes", text, re.M), "operators must read the state dir"
+    assert "run" in _commands(cli)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                    reason="systemd-analyze is not installed")
+def test_unit_security_exposure_is_low() -> None:
+    out = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(UNIT)],
+                         capture_output=True, text=True, timeout=60).stdout
+    score = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", out).group(1))
+    assert score <= 2.0, out[-2000:]

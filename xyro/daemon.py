@@ -1,0 +1,163 @@
+"""``xyro run``: the daemon. Crawls without end; ranks and reports on a schedule.
+
+The crawl engine runs in the main thread and never stops on an empty frontier (the periodic
+jobs and SIGHUP may add work). APScheduler 3 (a BackgroundScheduler in UTC, coalescing,
+one instance per job) runs the ranking job every ``ranking.schedule_s`` and a status job
+that publishes the crawl counters to the database (``xyro status``) and to systemd
+(``STATUS=``). Schedules run on the wall clock; with an accelerated clock their intervals
+are divided by its speed so that they keep their place on the simulated time line.
+
+Signals: SIGTERM/SIGINT stop (in-flight fetches end or go back, the writer flushes, exit 0);
+SIGHUP re-reads the configuration file: new seeds are queued, the log level changes, and
+keys that need a restart are named in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from metadata import Enqueue, JobRun, MetadataStore, SetState
+from xyro.app import App, CrawlParts, build_crawler
+from xyro.config import XyroConfig
+from xyro.crawl_run import SEED_PRIORITY, restore_frontier
+from xyro.errors import XyroError
+from xyro.logs import setup_logging
+from xyro.rank_run import rank_store
+from xyro.sdnotify import Notifier
+from xyro.urls import canonicalize
+
+log = logging.getLogger("xyro.daemon")
+
+STATUS_INTERVAL_S = 10.0  # real seconds between status publications
+
+
+class _Stopped(Exception):
+    """Raised inside a long job when the daemon is stopping."""
+
+
+class Daemon:
+    """Builds everything from the app's config and runs until stopped."""
+
+    def __init__(self, app: App, notifier: Notifier,
+                 reload_config: Callable[[], XyroConfig] | None = None) -> None:
+        self.app = app
+        self.notifier = notifier
+        self._reload_config = reload_config
+        self.stop = threading.Event()
+        self._reload = threading.Event()
+        self._parts: CrawlParts | None = None
+        self._store: MetadataStore | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def run(self) -> None:
+        started = self.app.clock.now()
+        with self.app.open_store(create=True) as store:
+            self._store = store
+            self._parts = parts = build_crawler(self.app, store)
+            scheduler = self._scheduler()
+            try:
+                resumed = restore_frontier(store, parts.crawler)
+                seeded = self._add_seeds(self.app.config.seeds)
+                log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
+                scheduler.start()
+                self.notifier.ready(f"crawling; {resumed + seeded} URLs queued")
+                summary = parts.crawler.run(stop=self.stop, until_exhausted=False)
+                log.info("crawl loop ended: %s", summary.stop_reason)
+            finally:
+                self.notifier.stopping()
+                self.stop.set()
+                scheduler.shutdown(wait=True)
+                self._publish(final=True)
+                parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
+                                           "stopped"))
+                parts.close()
+                self._parts = self._store = None
+
+    def install_signals(self) -> None:
+        """SIGTERM/SIGINT stop, SIGHUP reloads (main thread only)."""
+        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
+        signal.signal(signal.SIGINT, lambda *_: self.stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+
+    # -- the schedule ----------------------------------------------------------------
+
+    def _scheduler(self) -> BackgroundScheduler:
+        scale = float(getattr(self.app.clock, "speed", 1.0))
+        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
+        scheduler.add_job(self._rank_job, "interval", id="rank",
+                          seconds=max(1.0, self.app.config.ranking.schedule_s / scale))
+        scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
+        scheduler.add_job(self._reload_job, "interval", id="reload", seconds=1.0)
+        return scheduler
+
+    def _rank_job(self) -> None:
+        assert self._store is not None and self._parts is not None
+
+        def progress(_p: Any) -> None:
+            if self.stop.is_set():
+                raise _Stopped
+
+        try:
+            summary = rank_store(self.app, self._store, self._parts.writer.submit, progress)
+            log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
+                     summary.report.seconds)
+        except _Stopped:
+            log.info("ranking interrupted: the daemon is stopping")
+        except (XyroError, ValueError) as exc:
+            log.warning("ranking skipped: %s", exc)
+        except Exception:  # a job failure must not stop the crawl
+            log.exception("ranking failed")
+
+    def _status_job(self) -> None:
+        self._publish(final=False)
+
+    def _publish(self, final: bool) -> None:
+        if self._parts is None:
+            return
+        snap = self._parts.crawler.snapshot()
+        key = "crawl.last_run" if final else "crawl.live"
+        self._parts.writer.submit(SetState(key, json.dumps(snap, default=str)))
+        self.notifier.status(f"{snap['pages']} pages, {snap['pages_per_s']} pages/s, "
+                             f"{snap['queued']} queued, "
+                             f"{sum(snap['errors_by_kind'].values())} errors")
+
+    def _reload_job(self) -> None:
+        if not self._reload.is_set() or self._reload_config is None:
+            return
+        self._reload.clear()
+        self.notifier.notify(reloading=1)
+        try:
+            new = self._reload_config()
+        except XyroError as exc:
+            log.error("reload refused, keeping the running configuration: %s", exc)
+        else:
+            self._apply(new)
+        self.notifier.ready("configuration reloaded")
+
+    def _apply(self, new: XyroConfig) -> None:
+        old = self.app.config
+        setup_logging(new.log.level, new.log.format)
+        added = self._add_seeds(s for s in new.seeds if s not in old.seeds)
+        changed = [k for k in type(new).model_fields
+                   if k not in ("seeds", "log") and getattr(new, k) != getattr(old, k)]
+        log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
+                 f"; restart to apply: {', '.join(changed)}" if changed else "")
+
+    def _add_seeds(self, seeds: Any) -> int:
+        assert self._parts is not None
+        added = 0
+        for url in seeds:
+            canonical = canonicalize(url)
+            if canonical and self._parts.crawler.add_seed(canonical, SEED_PRIORITY):
+                self._parts.writer.submit(Enqueue(canonical, SEED_PRIORITY))
+                added += 1
+        return added
