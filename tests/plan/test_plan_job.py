@@ -1,0 +1,210 @@
+"""The refresh planner on a real SQLite store filled through the metadata writer."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metadata import MetadataStore, PageType, SetRefresh, SetState
+from metadata import refresh_queries as rq
+from refresh import ChangeObservations, signature_rate
+from xyro.clock import ManualClock
+from xyro.frontier import DISCOVERY, REFRESH
+from xyro.plan_job import RefreshPlanner, WATERMARK_KEY, summary
+
+START = 1_700_000_000.0  # as in conftest.py
+UNIT = 3600.0
+
+
+@pytest.fixture
+def planner(kit):
+    def make(store: MetadataStore, ops: list, now_unit: float = 20.0, **over: object
+             ) -> RefreshPlanner:
+        return RefreshPlanner(store.read_connection(), ops.append,
+                              ManualClock(START + UNIT * now_unit), kit.settings(**over))
+    return make
+
+
+def test_rates_sources_and_mle_agree_with_refresh(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    plan = planner(store, []).plan()
+    by_url = {store.url_of(int(i)): k for k, i in enumerate(plan.ids)}
+    fast = by_url["http://fast.example/p0.xml"]
+    slow = by_url["http://slow.example/p0.xml"]
+    mixed = by_url["http://mixed.example/p0.html"]
+    assert plan.sources[fast] == "always-changed"
+    assert plan.sources[slow] == "never-changed"
+    assert plan.sources[mixed] == "signature-mle"
+    expected = signature_rate(ChangeObservations([2.0] * 7, [1, 0, 1, 0, 1, 0, 1])).rate
+    assert plan.rates[mixed] == pytest.approx(expected, rel=1e-9)
+    assert plan.rates[slow] == pytest.approx(0.5 / 14.0)
+    assert plan.rates[fast] > plan.rates[mixed] > plan.rates[slow]
+    assert plan.n_estimated == 18
+
+
+def test_intervals_fill_the_refresh_bandwidth_and_follow_k(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    plan = planner(store, [], max_interval_units=1000.0).plan()
+    g_refresh = 20 * (1 - 0.25)
+    assert np.sum(1.0 / plan.intervals) == pytest.approx(g_refresh, rel=1e-9)
+    w = np.sqrt(plan.importance * plan.rates)
+    free = (plan.intervals > 1.0 + 1e-9) & (plan.intervals < 1000.0 - 1e-9)
+    assert free.any()
+    assert np.allclose(plan.intervals[free] * w[free], plan.k, rtol=1e-9)
+    assert plan.omega >= plan.omega_unclamped * (1 - 1e-12)
+
+
+def test_importance_for_xml_interest_for_html_and_uniform(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    xml, html = "http://fast.example/p1.xml", "http://mixed.example/p1.html"
+    kit.set_ranks(store, [xml, html], importance=[4.0, 9.0], interest=[7.0, 0.5])
+    plan = planner(store, []).plan()
+    pos = plan.index(np.asarray(store.url_ids([xml, html], create=False)))
+    assert plan.importance[pos].tolist() == [4.0, 0.5]
+    assert plan.importance[plan.index(np.asarray(store.url_ids(
+        ["http://slow.example/p1.xml"], create=False)))][0] == 1.0  # missing: 1
+    uniform = planner(store, [], importance_source="uniform").plan()
+    assert np.all(uniform.importance == 1.0)
+
+
+def test_folders_are_last_access_plus_interval(store, fill, kit, planner) -> None:
+    pages = kit.build(fill)
+    plan = planner(store, [], now_unit=0.0).plan(unit=0 + int(START // UNIT))
+    for url, times in pages.items():
+        k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
+        expected = max(math.floor(times[-1] / UNIT + plan.intervals[k]), plan.unit)
+        assert plan.due[k] == expected
+    assert plan.refile.all()
+
+
+def test_last_modified_used_when_reliable_and_refused_when_stamped_now(store, fill, kit, planner) -> None:
+    records = []
+    change_at = [START + UNIT * 3.5, START + UNIT * 9.2]
+    for i in range(3):
+        url = f"http://dated.example/p{i}.xml"
+        times = kit.regular(6, 2.0, 1.0 + 0.01 * i)
+        lms, vers = [], []
+        for t in times:
+            done = [c for c in [START - UNIT * 5] + change_at if c <= t]
+            lms.append(done[-1])
+            vers.append(len(done))
+        records += kit.fetch_history(url, times, vers, last_modified=lms)
+        url = f"http://stamped.example/p{i}.xml"
+        records += kit.fetch_history(url, times, vers, last_modified=times)
+    fill(records)
+    plan = planner(store, []).plan()
+    for i in range(3):
+        dated = int(plan.index(np.asarray(store.url_ids([f"http://dated.example/p{i}.xml"],
+                                                           create=False)))[0])
+        stamped = int(plan.index(np.asarray(store.url_ids([f"http://stamped.example/p{i}.xml"],
+                                                             create=False)))[0])
+        assert plan.sources[dated] == "last-modified"
+        assert plan.sources[stamped] == "signature-mle"
+    ev = plan.evidence[int(store.url_ids(["http://stamped.example/p0.xml"], create=False)[0])]
+    assert not ev.lm_reliable and "access time" in ev.lm_reason
+
+
+def test_run_unit_writes_refresh_data_and_returns_due_then_discovery(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    kit.set_ranks(store, ["http://fast.example/new3.xml", "http://fast.example/new1.xml"],
+              importance=[5.0, 2.0])
+    ops: list = []
+    p = planner(store, ops)
+    unit = p.current_unit()
+    fetch = p.run_unit(unit)
+    assert len(fetch) == 20  # G, work-conserving
+    prios = [pr for _, pr in fetch]
+    assert prios == sorted(prios) and set(prios) == {REFRESH, DISCOVERY}
+    discovery = [u for u, pr in fetch if pr == DISCOVERY]
+    assert discovery[:2] == ["http://fast.example/new3.xml", "http://fast.example/new1.xml"]
+    assert len(discovery) == 5  # rho * G, there are 6 unread pages
+    refresh_ops = [op for op in ops if isinstance(op, SetRefresh)]
+    assert len(refresh_ops) == 18  # first run: every planned page
+    popped = {u for u, pr in fetch if pr == REFRESH}
+    for op in refresh_ops:
+        assert op.rate > 0 and op.interval_units >= 1.0
+        if store.url_of(op.url_id) in popped:
+            assert op.due_unit > unit  # retry folder until a fetch re-files it
+    assert any(isinstance(op, SetState) and op.key == WATERMARK_KEY for op in ops)
+    writer = store.writer()
+    for op in ops:
+        writer.submit(op)
+    writer.close()
+    conn = store.read_connection()
+    stored = conn.execute("SELECT count(*) FROM urls WHERE rate IS NOT NULL AND "
+                          "due_unit IS NOT NULL").fetchone()[0]
+    assert stored == 18
+    assert rq.state_value(conn, WATERMARK_KEY) == rq.max_observation_id(conn)
+    conn.close()
+    # Nothing observed since: the next unit writes only the pages it pops or defers.
+    ops2: list = []
+    fetch2 = planner(store, ops2, now_unit=21.0).run_unit(unit + 1)
+    written = [op for op in ops2 if isinstance(op, SetRefresh)]
+    assert len(written) <= sum(1 for _, pr in fetch2 if pr == REFRESH) + 18 - len(popped)
+    assert not any(op.url_id in {store.url_ids([u], create=False)[0] for u in popped}
+                   for op in written if op.due_unit is not None and op.due_unit <= unit)
+
+
+def test_new_observations_refile_only_those_pages(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    ops: list = []
+    p = planner(store, ops)
+    unit = p.current_unit()
+    p.run_unit(unit)
+    writer = store.writer()
+    for op in ops:
+        writer.submit(op)
+    writer.close()
+    url = "http://slow.example/p2.xml"
+    fill(kit.fetch_history(url, [START + UNIT * 20.5], [1]))
+    ops.clear()
+    plan = p.plan(unit)
+    assert plan.n_estimated == 1
+    k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
+    assert plan.sources[k] == "signature-mle" and plan.refile[k]
+    assert plan.due[k] == max(math.floor(20.5 + START / UNIT + plan.intervals[k]), unit)
+
+
+def test_floor_means_never_refreshed_and_explain_says_so(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    url = "http://mixed.example/p3.html"
+    kit.set_ranks(store, [url], interest=[0.01])
+    p = planner(store, [], importance_floor=0.1)
+    plan = p.plan()
+    k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
+    assert math.isinf(plan.intervals[k]) and plan.due[k] == rq.NO_UNIT
+    info = p.explain(url, plan)
+    assert info["interval_units"] is None and "floor" in info["why_not"]
+
+
+def test_explain_gives_rate_evidence_interval_and_due(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    info = planner(store, []).explain("http://mixed.example/p0.html")
+    assert info["rate_source"] == "signature-mle" and info["observations"] == 8
+    assert info["observed_changes"] == 4 and info["last_modified_reliable"] is False
+    assert info["r_source"].startswith("interest")
+    assert info["interval_units"] >= 1.0 and isinstance(info["due_unit"], int)
+    unread = planner(store, []).explain("http://fast.example/new0.xml")
+    assert unread["planned"] is False and "only fetched" in unread["why_not"]
+
+
+def test_empty_store_and_repeated_access_times(store, fill, kit, planner) -> None:
+    p = planner(store, [])
+    s = summary(p.plan())
+    assert s["planned_pages"] == 0 and s["interval_units_quantiles"] is None
+    assert p.run_unit() == []
+    url = "http://dup.example/a.xml"
+    t = START + UNIT
+    fill(kit.fetch_history(url, [t, t, t + UNIT, t + 2 * UNIT], [0, 1, 1, 1]))
+    plan = p.plan()
+    assert plan.ids.size == 1 and plan.rates[0] > 0 and math.isfinite(plan.intervals[0])
+
+
+def test_too_many_pages_for_t_max_stretch_it(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    plan = planner(store, [], bandwidth=2, discovery_share=0.0, max_interval_units=3.0).plan()
+    assert plan.t_max_used == pytest.approx(18 / 2, rel=1e-6)
+    assert np.sum(1.0 / plan.intervals) == pytest.approx(2.0, rel=1e-6)
