@@ -1,0 +1,38 @@
+"""Fixtures of the publication tests: a real HTTP server on 127.0.0.1 that records every
+request, to prove that hostile sitemaps and feeds make the parser fetch nothing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self.server.hits.append(self.path)  # type: ignore[attr-defined]
+        body = b'<!ENTITY leak "LEAKED-FROM-SERVER">'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml-dtd")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def trap_server() -> Iterator[tuple[str, list[str]]]:
+    """(base URL, list of request paths received): an entity server nobody should call."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.hits = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.hits  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
