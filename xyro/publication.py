@@ -265,3 +265,19 @@ def change_date(http_last_modified: float | None, published: float | None,
     if http_last_modified is not None:
         return http_last_modified
     return published if published_trusted else None
+
+
+_FEED_ROOTS = frozenset({"rss", "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF",
+                         "{http://www.w3.org/2005/Atom}feed"})
+
+
+def publication_kind(root_tag: str) -> str | None:
+    """Which parser a loaded XML document's root (lxml's ``{namespace}local`` tag) calls
+    for: "sitemap" (:func:`xyro.sitemaps.parse_sitemap`: ``urlset`` or ``sitemapindex``,
+    any namespace), "feed" (:func:`xyro.feeds.parse_feed`), or None."""
+    if not isinstance(root_tag, str):
+        return None
+    local = root_tag.rpartition("}")[2]
+    if local in ("urlset", "sitemapindex"):
+        return "sitemap"
+    return "feed" if root_tag in _FEED_ROOTS else None

@@ -11,7 +11,7 @@ import pytest
 
 from xyro.publication import (
     Outcome, PublishedDateTrust, PublishedDateTrusts, change_date, judge, parse_rfc822_datetime,
-    parse_w3c_datetime,
+    parse_w3c_datetime, publication_kind,
 )
 from xyro.sitemaps import parse_sitemap
 
@@ -219,3 +219,13 @@ def test_change_date() -> None:
     assert change_date(None, 200.0, True) == 200.0
     assert change_date(None, 200.0, False) is None
     assert change_date(None, None, True) is None
+
+
+def test_publication_kind_dispatches_on_the_root_tag() -> None:
+    assert publication_kind("{http://www.sitemaps.org/schemas/sitemap/0.9}urlset") == "sitemap"
+    assert publication_kind("sitemapindex") == "sitemap"
+    assert publication_kind("rss") == "feed"
+    assert publication_kind("{http://www.w3.org/2005/Atom}feed") == "feed"
+    assert publication_kind("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF") == "feed"
+    assert publication_kind("{http://example.com/other}feed") is None
+    assert publication_kind("html") is None
