@@ -8,6 +8,7 @@ Public API (arrays and plain records in, arrays and plain records out):
   :func:`host_reliability`, :func:`estimate_rate` (the choice), :func:`naive_rate`,
   :func:`cho_bias_reduced_rate`
 * planning: :func:`refresh_intervals` (water-filling, Ω), :class:`RateSum` (incremental S),
+  :mod:`refresh.bayes` (empirical-Bayes posterior-mean rates on a grid),
   :class:`Folders`, :func:`due_folders`, :func:`due_by_scan`, :func:`compose_unit`
 """
 

@@ -7,7 +7,9 @@ reads each (19 and 49 intervals; for Last-Modified the first read counts too). F
 many pages:
 
 * ``median_abs_rel_error``: median of |λ̂ − λ| / λ
-* ``bias``: MEAN of (λ̂ − λ) / λ (the statistical bias; the target is judged on it)
+* ``bias``: MEAN of (λ̂ − λ) / λ (the statistical bias; the target is judged on it), and
+  ``bias_stderr``, its Monte-Carlo standard error (std / √pages): a cell a little over
+  10 % by less than two standard errors is not evidence of estimator bias over 10 %
 * ``median_signed_rel_error``: median of (λ̂ − λ) / λ (robust to the heavy right tail)
 
 Estimators: the MLE of eq. 9 with the documented C = 0 / V = 0 answers
@@ -90,6 +92,8 @@ def summarise(estimates: np.ndarray, rate: float) -> dict[str, float]:
     rel = (estimates - rate) / rate
     return {"median_abs_rel_error": round(float(np.median(np.abs(rel))), 4),
             "bias": round(float(np.mean(rel)), 4),
+            # Monte-Carlo standard error of the mean bias: is a miss noise or bias?
+            "bias_stderr": round(float(np.std(rel, ddof=1) / np.sqrt(rel.size)), 4),
             "median_signed_rel_error": round(float(np.median(rel)), 4)}
 
 
@@ -131,8 +135,11 @@ def main() -> None:
     for name in cells[0]["estimators"]:
         for reads in READS:
             rows = [c["estimators"][name] for c in cells if c["reads"] == reads]
-            systems.setdefault(name, {})[f"max_abs_bias_{reads}_reads"] = max(
-                abs(r["bias"]) for r in rows)
+            worst = max(rows, key=lambda r: abs(r["bias"]))
+            systems.setdefault(name, {})[f"max_abs_bias_{reads}_reads"] = abs(worst["bias"])
+            systems[name][f"stderr_of_that_bias_{reads}_reads"] = worst["bias_stderr"]
+            systems[name][f"max_abs_bias_minus_2_stderr_{reads}_reads"] = round(max(
+                abs(r["bias"]) - 2 * r["bias_stderr"] for r in rows), 4)
             systems[name][f"worst_median_abs_rel_error_{reads}_reads"] = max(
                 r["median_abs_rel_error"] for r in rows)
     mle_bias = systems["mle"]["max_abs_bias_50_reads"]
@@ -142,7 +149,9 @@ def main() -> None:
                    "reads": READS, "access_patterns": PATTERNS,
                    "bias_definition": "mean of (estimate - true) / true"},
         "systems": systems,
-        "target": {"mle_abs_bias_50_reads_max": 0.10, "met": bool(mle_bias <= 0.10)},
+        "target": {"mle_abs_bias_50_reads_max": 0.10, "met": bool(mle_bias <= 0.10),
+                   "met_within_2_stderr": bool(
+                       systems["mle"]["max_abs_bias_minus_2_stderr_50_reads"] <= 0.10)},
         "cells": cells,
         "seconds": round(time.perf_counter() - started, 2),
         "machine": machine(),

@@ -30,11 +30,15 @@ def test_change_rates_quick() -> None:
     assert {"max_abs_bias_50_reads", "worst_median_abs_rel_error_20_reads"} <= set(out["systems"]["mle"])
     assert len(out["cells"]) == 2 * 2 * 7
     assert isinstance(out["target"]["met"], bool)
+    assert isinstance(out["target"]["met_within_2_stderr"], bool)
+    assert all(c["estimators"]["mle"]["bias_stderr"] >= 0 for c in out["cells"])
 
 
 def test_refresh_sim_quick() -> None:
     out = run_quick("refresh_sim.py", "--pages", "2000", "--units", "15")
-    assert set(out["systems"]) == {"xyleme", "oracle", "round_robin", "change_proportional",
+    assert set(out["systems"]) == {"xyleme", "xyleme_eb", "xyleme_eb_probe", "xyleme_mle_lm",
+                                   "xyleme_eb_lm", "oracle", "round_robin",
+                                   "change_proportional", "change_proportional_eb",
                                    "nutch_adaptive"}
     for s in out["systems"].values():
         assert {"obsolescence", "ratio_to_clamped_optimum", "ratio_to_omega_G",
