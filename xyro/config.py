@@ -253,6 +253,10 @@ class LoaderConfig(_Section):
     dtd_timeout_s: float = Field(600.0, gt=0)
     versions_per_url: int = Field(10, ge=1)
     dtd_validation: bool = True
+    max_entity_bytes: int = Field(2 * 2**20, ge=1)
+    max_cached_entities: int = Field(1000, ge=1)
+    max_pending_bytes: int = Field(256 * 2**20, ge=0)
+    max_expansion_factor: float = Field(10.0, ge=1.0)
 
 
 class StorageConfig(_Section):

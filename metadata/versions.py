@@ -1,0 +1,64 @@
+"""Read and maintenance queries on the XML version data (``xml_versions``, ``pending``).
+
+Reads take a reader's own connection. :func:`prune_versions` writes: call it inside
+``MetadataStore.atomic()`` while the crawl writer is idle (it returns the storage keys
+that lost their last reference, for the warehouse to delete after the commit).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from metadata.urlkeys import url_hash
+
+_LATEST = """
+SELECT v.c14n_signature, v.md5, v.storage_key FROM xml_versions v JOIN urls u ON u.id = v.url_id
+WHERE u.hash = ? AND u.url = ? ORDER BY v.fetched_at DESC, v.id DESC LIMIT 1
+"""
+
+_PRUNE = """
+DELETE FROM xml_versions WHERE id IN (
+  SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY url_id
+                  ORDER BY fetched_at DESC, id DESC) AS n FROM xml_versions)
+  WHERE n > ?)
+RETURNING storage_key
+"""
+
+
+def latest_version(conn: sqlite3.Connection, url: str) -> tuple[bytes | None, bytes, str] | None:
+    """(c14n signature, md5, storage key) of the newest stored version of ``url``."""
+    row = conn.execute(_LATEST, (url_hash(url), url)).fetchone()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def prune_versions(conn: sqlite3.Connection, keep: int) -> set[str]:
+    """Keep the newest ``keep`` versions of each URL; the keys no row references any more."""
+    if keep < 1:
+        raise ValueError(f"versions to keep per URL must be >= 1, got {keep}")
+    dropped = {row[0] for row in conn.execute(_PRUNE, (keep,))}
+    if not dropped:
+        return set()
+    still = referenced_keys(conn, dropped)
+    return dropped - still
+
+
+def referenced_keys(conn: sqlite3.Connection, keys: set[str] | None = None) -> set[str]:
+    """Storage keys referenced by some version (all of them, or those among ``keys``)."""
+    if keys is None:
+        return {row[0] for row in conn.execute("SELECT DISTINCT storage_key FROM xml_versions")}
+    found: set[str] = set()
+    items = list(keys)
+    for start in range(0, len(items), 500):
+        chunk = items[start:start + 500]
+        sql = (f"SELECT DISTINCT storage_key FROM xml_versions "
+               f"WHERE storage_key IN ({','.join('?' * len(chunk))})")
+        found.update(row[0] for row in conn.execute(sql, chunk))
+    return found
+
+
+def pending_documents(conn: sqlite3.Connection) -> list[tuple[str, list[str], float, str]]:
+    """Documents waiting for DTDs/entities: (url, waiting_for, since, reason)."""
+    rows = conn.execute("SELECT u.url, p.waiting_for, p.since, p.reason FROM pending p "
+                        "JOIN urls u ON u.id = p.url_id ORDER BY p.since")
+    return [(url, json.loads(waiting), since, reason) for url, waiting, since, reason in rows]

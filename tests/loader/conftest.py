@@ -1,0 +1,102 @@
+"""A threaded HTTP server on 127.0.0.1 for loader tests: static files from a dict or a
+directory, a request log (path, real time), and paths that never answer."""
+
+from __future__ import annotations
+
+import http.server
+import mimetypes
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+class Site:
+    """Serves ``files`` (path → bytes) and/or files under ``root``; logs every request."""
+
+    def __init__(self, files: dict[str, bytes] | None = None, root: Path | None = None,
+                 prefix: str = "/", silent: tuple[str, ...] = ()) -> None:
+        self.files = dict(files or {})
+        self.root = root
+        self.prefix = prefix
+        self.silent = silent
+        self.log: list[tuple[str, float, str]] = []  # (path, monotonic time, user agent)
+        self._release = threading.Event()
+        site = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                site.log.append((self.path, time.monotonic(), self.headers.get("User-Agent", "")))
+                if self.path.startswith(site.silent):
+                    site._release.wait(30)  # a server that never answers (until teardown)
+                    return
+                body, ctype = site.lookup(self.path)
+                if body is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def lookup(self, path: str) -> tuple[bytes | None, str]:
+        path = path.split("?", 1)[0]
+        if path == "/robots.txt" and path not in self.files:
+            return b"User-agent: *\nDisallow:\n", "text/plain"
+        if path in self.files:
+            return self.files[path], _ctype(path)
+        if self.root is not None and path.startswith(self.prefix):
+            target = (self.root / path[len(self.prefix):]).resolve()
+            if target.is_relative_to(self.root.resolve()) and target.is_file():
+                return target.read_bytes(), _ctype(path)
+        return None, ""
+
+    def requests(self, path: str) -> int:
+        return sum(1 for p, _, _ in self.log if p == path)
+
+    def start(self) -> Site:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _ctype(path: str) -> str:
+    if path.endswith((".dtd", ".mod")):
+        return "application/xml-dtd"
+    return mimetypes.guess_type(path)[0] or "application/octet-stream"
+
+
+@pytest.fixture
+def site_factory() -> Iterator:
+    sites: list[Site] = []
+
+    def make(**kwargs: object) -> Site:
+        site = Site(**kwargs).start()  # type: ignore[arg-type]
+        sites.append(site)
+        return site
+
+    yield make
+    for site in sites:
+        site.stop()

@@ -1,0 +1,78 @@
+"""The warehouse: content-addressed, compressed, atomic, pruned by reference."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from metadata import FetchRecord, MetadataStore, PageType, XmlVersion
+from metadata.versions import latest_version, referenced_keys
+from xyro.app import prune_warehouse
+from xyro.loader.warehouse import Warehouse, WarehouseError
+
+
+def test_put_get_dedupes_and_compresses(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path / "wh")
+    body = b"<doc>" + b"<item>same words again</item>" * 2000 + b"</doc>"
+    key = wh.put(body)
+    assert wh.put(body) == key and key in wh
+    path = wh.path_of(key)
+    assert path.parent.parent.parent == tmp_path / "wh" and len(path.name) == 66
+    assert path.stat().st_size < len(body) / 10
+    assert wh.get(key) == body
+    assert list(wh.keys()) == [key]
+    assert not list((tmp_path / "wh").glob("**/.tmp-*"))
+
+
+def test_corrupt_missing_and_foreign_keys_are_clear_errors(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    key = wh.put(b"<a/>")
+    wh.path_of(key).write_bytes(zlib.compress(b"<b/>"))
+    with pytest.raises(WarehouseError, match="does not match"):
+        wh.get(key)
+    wh.path_of(key).write_bytes(b"garbage")
+    with pytest.raises(WarehouseError, match="corrupt"):
+        wh.get(key)
+    wh.path_of(key).unlink()
+    with pytest.raises(WarehouseError, match="missing"):
+        wh.get(key)
+    with pytest.raises(WarehouseError, match="not a warehouse key"):
+        wh.path_of("../../etc/passwd")
+
+
+def test_sweep_removes_tmp_and_unreferenced_only(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    keep, drop = wh.put(b"<keep/>"), wh.put(b"<drop/>")
+    (wh.path_of(keep).parent / ".tmp-crashed").write_bytes(b"partial")
+    assert wh.sweep({keep}) == 2
+    assert keep in wh and drop not in wh
+
+
+def test_versions_pruned_per_url_shared_blobs_kept(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path / "wh")
+    with MetadataStore.open(tmp_path / "m.db") as store:
+        writer = store.writer()
+        shared = wh.put(b"<shared/>")
+        keys = []
+        for i in range(5):
+            key = wh.put(f"<v n='{i}'/>".encode())
+            keys.append(key)
+            for url in ("http://a.test/x.xml",):
+                writer.submit(FetchRecord(url, float(i), PageType.XML, 200, bytes(16)))
+                writer.submit(XmlVersion(url, bytes(16), bytes([i]) * 16, float(i), 10, key, True))
+        writer.submit(XmlVersion("http://a.test/x.xml", bytes(16), b"s" * 16, 9.0, 9, shared,
+                                 None))
+        writer.submit(XmlVersion("http://b.test/y.xml", bytes(16), b"s" * 16, 1.0, 9, shared,
+                                 None))
+        writer.close()
+        deleted = prune_warehouse(store, wh, keep=2)
+        conn = store.read_connection()
+        live = referenced_keys(conn)
+        assert live == {keys[4], shared}
+        assert deleted == 4 and shared in wh and keys[4] in wh
+        assert not any(k in wh for k in keys[:4])
+        assert latest_version(conn, "http://a.test/x.xml")[2] == shared
+        assert latest_version(conn, "http://nowhere.test/") is None
+        conn.close()

@@ -1,0 +1,77 @@
+"""The DTD/entity cache: the only source the loader's resolver may serve from.
+
+Filled by the crawl engine with the bodies of URLs it fetched at the loader's request (at
+most ``max_entity_bytes`` each, at most ``max_entries`` of them, least recently used out
+first); on a miss it asks its ``fallback`` (the warehouse copy an earlier run stored), so a
+restarted crawler does not fetch every DTD again. Failed URLs are remembered with their reason, so documents needing them fail at
+once instead of asking the crawler again. Thread-safe: fetch workers read it while the
+dispatcher fills it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+
+class EntityCache:
+    """URL → bytes of fetched DTDs and external entities, capped in size and count."""
+
+    def __init__(self, max_entity_bytes: int = 2 * 2**20, max_entries: int = 1000,
+                 fallback: Callable[[str], bytes | None] | None = None) -> None:
+        self.max_entity_bytes = max_entity_bytes
+        # Second level: DTDs/entities stored in the warehouse by an earlier run.
+        self._fallback = fallback
+        self.max_entries = max_entries
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._failed: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, url: str) -> bytes | None:
+        with self._lock:
+            body = self._bodies.get(url)
+            if body is not None:
+                self._bodies.move_to_end(url)
+                return body
+        if self._fallback is not None:
+            body = self._fallback(url)
+            if body is not None and self.put(url, body) is None:
+                return body
+        return None
+
+    def failure(self, url: str) -> str | None:
+        """Why ``url`` could not be obtained, or None."""
+        with self._lock:
+            return self._failed.get(url)
+
+    def put(self, url: str, body: bytes) -> str | None:
+        """Cache ``body`` for ``url``; returns the reason when it is refused (too large)."""
+        if len(body) > self.max_entity_bytes:
+            reason = (f"{url} is {len(body)} bytes, more than the {self.max_entity_bytes} "
+                      f"bytes a DTD or external entity may have (loader.max_entity_bytes)")
+            self.fail(url, reason)
+            return reason
+        with self._lock:
+            self._failed.pop(url, None)
+            self._bodies[url] = body
+            self._bodies.move_to_end(url)
+            while len(self._bodies) > self.max_entries:
+                self._bodies.popitem(last=False)
+        return None
+
+    def fail(self, url: str, reason: str) -> None:
+        with self._lock:
+            self._bodies.pop(url, None)
+            self._failed[url] = reason
+            self._failed.move_to_end(url)
+            while len(self._failed) > self.max_entries:
+                self._failed.popitem(last=False)
+
+    def __contains__(self, url: object) -> bool:
+        with self._lock:
+            return url in self._bodies
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._bodies)

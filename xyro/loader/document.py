@@ -1,0 +1,178 @@
+"""Loading one XML document: parse safely, check, sign, find links (issue 4, items 1–4).
+
+:func:`load_document` is pure CPU work on bytes already fetched; it runs in the crawler's
+fetch workers. It never blocks on the network: a document whose DTD or external entities
+are not in the :class:`EntityCache` comes back ``PENDING`` with the URLs it needs (resolved
+against the document or DTD URL). The engine fetches them at priority 0 and calls it again;
+a DTD that references more parameter entities yields more needs on the next call.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass
+
+from lxml import etree
+
+from xyro.loader.cache import EntityCache
+from xyro.loader.canonical import canonical_form
+from xyro.loader.links import XSI, XmlLink, extract_xml_links
+from xyro.loader.parser import safe_parser
+from xyro.loader.resolver import CacheResolver
+from xyro.loader.settings import LoaderSettings
+from xyro.urls import canonicalize
+from xyro.html_links import resolve_href
+
+_MAX_ERRORS = 3  # validation messages kept per version
+_MAX_DETAIL = 500
+
+
+class LoadStatus(enum.StrEnum):
+    LOADED = "loaded"
+    PENDING = "pending"
+    ERROR = "error"
+
+
+class LoadError(enum.StrEnum):
+    """error_kind values of documents the loader rejects (stored as these strings)."""
+
+    PARSE = "parse"          # not well-formed, bad encoding, too deep, entity amplification
+    TOO_LARGE = "too_large"  # more than loader.max_document_bytes
+    ENTITY = "entity"        # external entity refused (not http(s)) or unobtainable
+    TIMEOUT = "timeout"      # its DTD/entities did not arrive within loader.dtd_timeout_s
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    """What loading one document produced.
+
+    LOADED: ``signature`` (MD5 of the C14N 2.0 form), ``links``, ``valid`` (None when no
+    DTD is declared or validation is off), ``validation_error``, ``dtd_url``,
+    ``schema_url``. PENDING: ``needs``. ERROR: ``error_kind`` and ``error_detail``.
+    """
+
+    status: LoadStatus
+    needs: tuple[str, ...] = ()
+    signature: bytes | None = None
+    links: tuple[XmlLink, ...] = ()
+    valid: bool | None = None
+    validation_error: str | None = None
+    dtd_url: str | None = None
+    schema_url: str | None = None
+    canonical_bytes: int = 0
+    error_kind: str | None = None
+    error_detail: str | None = None
+
+    @classmethod
+    def error(cls, kind: LoadError, detail: str) -> LoadResult:
+        return cls(LoadStatus.ERROR, error_kind=kind.value, error_detail=detail[:_MAX_DETAIL])
+
+
+def load_document(body: bytes, url: str, cache: EntityCache,
+                  settings: LoaderSettings = LoaderSettings(), *,
+                  signatures: bool = True) -> LoadResult:
+    """Parse ``body`` (the document at ``url``) under the safe parser and check it."""
+    if len(body) > settings.max_document_bytes:
+        return LoadResult.error(LoadError.TOO_LARGE, (
+            f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
+            f"({settings.max_document_bytes}); not loaded"))
+    resolver = CacheResolver(cache, settings.max_url_length)
+    tree, problem = _parse(body, url, resolver, validate=False)
+    blocked = _blocked(url, resolver)
+    if blocked is not None:
+        return blocked
+    if tree is None:
+        return LoadResult.error(LoadError.PARSE, f"{url} is not well-formed XML: {problem}")
+    canonical = canonical_form(tree) if signatures else b""
+    limit = settings.max_expansion_factor * len(body) + 2**20
+    if len(canonical) > limit:
+        return LoadResult.error(LoadError.PARSE, (
+            f"{url}: entities expand the document to {len(canonical)} bytes, more than "
+            f"{settings.max_expansion_factor:g}x its {len(body)} bytes + 1 MiB "
+            f"(loader.max_expansion_factor); not loaded"))
+    docinfo = tree.docinfo
+    dtd_url = _dtd_url(docinfo.system_url, url, settings.max_url_length)
+    has_dtd = dtd_url is not None or docinfo.internalDTD is not None
+    valid, validation_error = None, None
+    if has_dtd and settings.validate:
+        valid, validation_error = _validate(body, url, tree, cache, settings)
+    return LoadResult(
+        LoadStatus.LOADED,
+        signature=hashlib.md5(canonical, usedforsecurity=False).digest() if signatures else None,
+        links=extract_xml_links(tree, url, settings.max_url_length), valid=valid,
+        validation_error=validation_error, dtd_url=dtd_url,
+        schema_url=_schema_url(tree.getroot(), url, settings.max_url_length),
+        canonical_bytes=len(canonical))
+
+
+def _parse(body: bytes, url: str, resolver: CacheResolver,
+           validate: bool) -> tuple[etree._ElementTree | None, str | None]:
+    parser = safe_parser(resolver, validate=validate)
+    try:
+        root = etree.fromstring(body, parser, base_url=url)
+    except etree.XMLSyntaxError as exc:
+        return None, str(exc)
+    except (ValueError, MemoryError, RecursionError) as exc:  # e.g. lxml refusing the input
+        return None, f"{type(exc).__name__}: {exc}"
+    if root is None:
+        return None, "no root element"
+    return root.getroottree(), None
+
+
+def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
+    """Refused or failed external loads end the document; missing ones make it wait."""
+    if resolver.refused:
+        return LoadResult.error(LoadError.ENTITY, (
+            f"{url} refers to {resolver.refused[0]!r}: only http(s) DTDs and entities are "
+            f"loaded, through the crawler; local files and other schemes are never read"))
+    if resolver.failed:
+        dep, reason = resolver.failed[0]
+        return LoadResult.error(LoadError.ENTITY, f"{url} needs {dep}, which failed: {reason}")
+    if resolver.needs:
+        return LoadResult(LoadStatus.PENDING, needs=tuple(resolver.needs))
+    return None
+
+
+def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCache,
+              settings: LoaderSettings) -> tuple[bool, str | None]:
+    """DTD validity: (valid, first messages). The DTD object is reused when there is no
+    internal subset (one parse); otherwise a validating parse sees both subsets."""
+    docinfo = tree.docinfo
+    external = docinfo.externalDTD
+    if docinfo.internalDTD is None and external is not None:
+        if external.validate(tree):
+            return True, None
+        return False, _messages(external.error_log)
+    resolver = CacheResolver(cache, settings.max_url_length)
+    parser = safe_parser(resolver, validate=True)
+    try:
+        etree.fromstring(body, parser, base_url=url)
+    except etree.XMLSyntaxError as exc:
+        return False, _messages(parser.error_log) or str(exc)[:_MAX_DETAIL]
+    return True, None
+
+
+def _messages(log: etree._ListErrorLog) -> str:
+    errors = [f"line {e.line}: {e.message}" for e in log if e.level >= etree.ErrorLevels.ERROR]
+    return "; ".join(errors[:_MAX_ERRORS])[:_MAX_DETAIL]
+
+
+def _dtd_url(system_url: str | None, url: str, max_length: int) -> str | None:
+    if not system_url:
+        return None
+    absolute = resolve_href(url, system_url)
+    return canonicalize(absolute, max_length=max_length) if absolute else system_url
+
+
+def _schema_url(root: etree._Element, url: str, max_length: int) -> str | None:
+    """The root's XML Schema location: noNamespaceSchemaLocation, else the first
+    location of xsi:schemaLocation."""
+    loc = root.get(f"{{{XSI}}}noNamespaceSchemaLocation")
+    if not loc:
+        pairs = (root.get(f"{{{XSI}}}schemaLocation") or "").split()
+        loc = pairs[1] if len(pairs) >= 2 else None
+    if not loc:
+        return None
+    absolute = resolve_href(url, loc)
+    return canonicalize(absolute, max_length=max_length) if absolute else None

@@ -1,0 +1,117 @@
+"""Links in XML documents (issue 4, item 3; paper 003 §3: "the loader discovers what Xyro
+cannot"): the loader hands them back to the crawler and to Link-Data.
+
+What counts as a link, in document order:
+
+- ``<?xml-stylesheet href?>`` processing instructions of the prolog (kind ``stylesheet``);
+- ``xlink:href`` on any element (``xlink``);
+- ``xsi:schemaLocation`` (the location of each namespace/location pair) and
+  ``xsi:noNamespaceSchemaLocation`` (``schema``); ``schemaLocation`` of ``xs:import``,
+  ``xs:include``, ``xs:redefine`` (``schema``);
+- ``xi:include href`` (``xinclude``) — recorded, never processed;
+- ``xsl:import``/``xsl:include href`` (``xsl``);
+- RSS ``<link>`` text and ``<enclosure url>`` (``rss``), Atom ``<link href>`` (``atom``);
+- other attributes named href, src, url or uri in any namespace (``href``).
+
+Relative references resolve against ``xml:base`` (lxml's ``base`` property applies the
+xml:base chain over the document URL) and are canonicalized; what is not crawlable
+(mailto:, javascript:, fragments only) is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lxml import etree
+
+from xyro.html_links import likely_xml, resolve_href
+from xyro.urls import canonicalize
+
+XLINK = "http://www.w3.org/1999/xlink"
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+XSD = "http://www.w3.org/2001/XMLSchema"
+XSL = "http://www.w3.org/1999/XSL/Transform"
+ATOM = "http://www.w3.org/2005/Atom"
+XINCLUDE = frozenset({"http://www.w3.org/2001/XInclude", "http://www.w3.org/2003/XInclude"})
+
+_XLINK_HREF = f"{{{XLINK}}}href"
+_XSI_LOC = f"{{{XSI}}}schemaLocation"
+_XSI_NONS = f"{{{XSI}}}noNamespaceSchemaLocation"
+_URL_NAMES = frozenset({"href", "src", "url", "uri"})
+_XSD_REFS = frozenset({f"{{{XSD}}}import", f"{{{XSD}}}include", f"{{{XSD}}}redefine"})
+_XSL_REFS = frozenset({f"{{{XSL}}}import", f"{{{XSL}}}include"})
+_ALWAYS_XML = frozenset({"stylesheet", "schema", "xinclude", "xsl"})
+
+
+@dataclass(frozen=True, slots=True)
+class XmlLink:
+    """A canonical out-link of an XML document."""
+
+    url: str
+    kind: str
+    likely_xml: bool
+
+
+def extract_xml_links(tree: etree._ElementTree, url: str,
+                      max_url_length: int = 2048) -> tuple[XmlLink, ...]:
+    """Every link of ``tree`` (parsed with ``base_url=url``), canonical, in document order."""
+    out: list[XmlLink] = []
+    root = tree.getroot()
+    has_base = root.xpath("boolean(//@xml:base)")
+
+    def add(href: str | None, kind: str, el: etree._Element | None) -> None:
+        if not href:
+            return
+        base = (el.base or url) if (has_base and el is not None) else url
+        absolute = resolve_href(base, href)
+        if not absolute:
+            return
+        canon = canonicalize(absolute, max_length=max_url_length)
+        if canon is not None:
+            out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
+
+    for pi in reversed(list(root.itersiblings(preceding=True))):
+        if isinstance(pi, etree._ProcessingInstruction) and pi.target == "xml-stylesheet":
+            add(pi.get("href"), "stylesheet", None)
+    for el in root.iter(etree.Element):
+        tag = el.tag
+        _element_links(el, tag, add)
+        if not el.attrib:
+            continue
+        for name, value in el.attrib.items():
+            if name == _XLINK_HREF:
+                add(value, "xlink", el)
+            elif name == _XSI_LOC:
+                for loc in value.split()[1::2]:
+                    add(loc, "schema", el)
+            elif name == _XSI_NONS:
+                add(value, "schema", el)
+            elif _local(name).lower() in _URL_NAMES and not _handled(tag, name):
+                add(value, "atom" if tag == f"{{{ATOM}}}link" else "href", el)
+    return tuple(out)
+
+
+def _element_links(el: etree._Element, tag: str, add) -> None:  # type: ignore[no-untyped-def]
+    """Links that depend on the element: XInclude, XSLT and XSD references, RSS."""
+    if tag in _XSL_REFS:
+        add(el.get("href"), "xsl", el)
+    elif tag in _XSD_REFS:
+        add(el.get("schemaLocation"), "schema", el)
+    elif tag[0] == "{" and tag.endswith("}include") and tag[1:tag.index("}")] in XINCLUDE:
+        add(el.get("href"), "xinclude", el)
+    elif _local(tag) == "link" and len(el) == 0 and el.text and not el.attrib:
+        add(el.text.strip(), "rss", el)  # RSS 0.9x/2.0 and RSS 1.0 (RDF) channel/item link
+    elif tag == "enclosure":
+        add(el.get("url"), "rss", el)
+
+
+def _handled(tag: str, name: str) -> bool:
+    """Attributes that the element rules above already took."""
+    return (name == "href" and (tag in _XSL_REFS or (tag[0] == "{" and tag.endswith("}include")
+                                                      and tag[1:tag.index("}")] in XINCLUDE))
+            or (name == "url" and tag == "enclosure"))
+
+
+def _local(name: str) -> str:
+    return name[name.index("}") + 1:] if name[0] == "{" else name
+

@@ -1,0 +1,34 @@
+"""The one way Xyro builds an lxml parser for untrusted XML (DESIGN.md §7, §8).
+
+- ``no_network=True`` and a :class:`CacheResolver` that answers every external load, so
+  libxml2's own loader (files, catalogs, network) is never reached;
+- ``load_dtd=True`` and ``resolve_entities=True``: DTDs and parameter entities are needed
+  for validation and entity declarations (lxml's ``"internal"`` mode silently drops
+  external declarations, which breaks DocBook-style DTDs); external ones come only from
+  the cache;
+- ``huge_tree=False``: libxml2 keeps its limits — nesting depth 256, text nodes and names
+  of at most 10 MB, and its entity amplification bound (billion laughs, quadratic blow-up
+  end in "Maximum entity amplification factor exceeded");
+- ``attribute_defaults=False``: DTD defaults do not leak into the canonical form, so a DTD
+  change is not a document change; ``recover=False``: a broken document is an error, not a
+  guessed tree (recover mode would also swallow the amplification error);
+- ``remove_comments`` off (comments are kept in the stored bytes; the canonical form drops
+  them), ``compact=True`` and ``collect_ids=False`` for speed.
+
+lxml parsers are not thread-safe: build one per load (cheap next to parsing).
+"""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from xyro.loader.resolver import CacheResolver
+
+
+def safe_parser(resolver: CacheResolver, *, validate: bool = False) -> etree.XMLParser:
+    parser = etree.XMLParser(
+        load_dtd=True, dtd_validation=validate, no_network=True, resolve_entities=True,
+        huge_tree=False, attribute_defaults=False, recover=False, compact=True,
+        collect_ids=False, remove_blank_text=False)
+    parser.resolvers.add(resolver)
+    return parser

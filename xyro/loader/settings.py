@@ -1,0 +1,26 @@
+"""Loader limits, built from the ``loader:`` config section by the composition root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderSettings:
+    """Bounds on what one document may cost (DESIGN.md §7).
+
+    ``max_expansion_factor``: the canonical form may be at most this many times the raw
+    size (plus 1 MiB): our own entity-expansion bound on top of libxml2's amplification
+    limit. ``max_entity_bytes``/``max_cache_entries`` cap the DTD/entity cache;
+    ``max_pending_bytes`` caps the bodies of documents held while their DTDs are fetched.
+    """
+
+    max_document_bytes: int = 50 * 2**20
+    validate: bool = True
+    dtd_timeout_s: float = 600.0
+    versions_per_url: int = 10
+    max_expansion_factor: float = 10.0
+    max_entity_bytes: int = 2 * 2**20
+    max_cache_entries: int = 1000
+    max_pending_bytes: int = 256 * 2**20
+    max_url_length: int = 2048
