@@ -28,6 +28,7 @@ _STATE_COLS = ("type", "first_access", "last_access", "last_change", "last_modif
 (_TYPE, _FIRST_ACCESS, _LAST_ACCESS, _LAST_CHANGE, _LAST_MODIFIED, _ETAG, _SIGNATURE,
  _HTTP_STATUS, _CONTENT_TYPE, _SIZE, _ACCESSES, _CHANGES, _UNCHANGED, _BASELINE, _DEAD_COUNT,
  _DEPTH, _HOST_ID) = range(len(_STATE_COLS))
+_STATE_SQL = ", ".join(_STATE_COLS)
 _UPDATE_SQL = ("UPDATE urls SET " + ", ".join(f"{c} = ?" for c in _STATE_COLS[:-2])
                + " WHERE id = ?")
 
@@ -39,6 +40,8 @@ _FRONTIER_REPLACE = ("INSERT OR REPLACE INTO frontier (url_id, priority, enqueue
                      "not_before) VALUES (?, ?, ?, ?)")
 
 _DELETE = object()  # frontier action: remove
+_DEAD = PageType.DEAD.value
+_TYPE_VALUE = {t: t.value for t in PageType}
 
 
 class BatchApplier:
@@ -54,41 +57,58 @@ class BatchApplier:
 
     # -- resolution ------------------------------------------------------------------
     def _resolve(self, ops: Sequence[Op]) -> dict[str, int]:
-        """Ids for every URL the batch names; new children get parent depth + 1."""
+        """Ids for every URL the batch names; new children get parent depth + 1.
+
+        Fetched pages are read with their state in the same hash look-up that finds their
+        id; the rare fetched page not stored yet is created (depth 0) and read by id.
+        """
+        fetches = [op for op in ops if type(op) is FetchRecord]
+        rows = self._resolver.rows_by_url(dict.fromkeys(op.url for op in fetches),
+                                          "id, " + _STATE_SQL)
+        ids = {url: row[0] for url, row in rows.items()}
+        state = {row[0]: list(row[1:]) for row in rows.values()}
         heads: dict[str, int] = {}
         for op in ops:
-            if isinstance(op, FetchRecord):
-                heads.setdefault(op.url, 0)
-            elif isinstance(op, Enqueue):
+            kind = type(op)
+            if kind is FetchRecord:
+                if op.url not in ids:
+                    heads.setdefault(op.url, 0)
+            elif kind is Enqueue:
                 heads[op.url] = min(heads.get(op.url, op.depth), op.depth)
-            elif isinstance(op, (XmlVersion, SetPending, ClearPending)):
+            elif kind is XmlVersion or kind is SetPending or kind is ClearPending:
                 heads.setdefault(op.url, 0)
-        ids = self._resolver.resolve(heads, heads)
-        fetched = [ids[op.url] for op in ops if isinstance(op, FetchRecord)]
-        self._state = self._read_state(fetched)
+        if heads:
+            ids.update(self._resolver.resolve(heads, heads))
+            state.update(self._read_state([ids[op.url] for op in fetches
+                                           if ids[op.url] not in state]))
+        self._state = state
+        # Parents by increasing depth: setdefault then keeps each child's smallest depth.
+        depth_of = [(state[ids[op.url]][_DEPTH] + 1, op) for op in fetches
+                    if op.children or op.enqueue]
+        depth_of.sort(key=lambda pair: pair[0])
         child_depth: dict[str, int] = {}
+        put = child_depth.setdefault
+        for d, op in depth_of:
+            kids = op.children
+            for url in (kids if len(kids) <= MAX_CHILDREN else kids[:MAX_CHILDREN]):
+                put(url, d)
+            for url, _ in op.enqueue:
+                put(url, d)
         for op in ops:
-            if isinstance(op, FetchRecord) and (op.children or op.enqueue):
-                d = self._state[ids[op.url]][_DEPTH] + 1
-                for url in op.children[:MAX_CHILDREN]:
-                    if child_depth.get(url, d) >= d:
-                        child_depth[url] = d
-                for url, _ in op.enqueue:
-                    if child_depth.get(url, d) >= d:
-                        child_depth[url] = d
-            elif isinstance(op, SetPending):
+            if type(op) is SetPending:
                 for url in op.waiting_for:
-                    child_depth.setdefault(url, 0)
-        ids.update(self._resolver.resolve(child_depth, child_depth))
+                    put(url, 0)
+        if child_depth:
+            ids.update(self._resolver.resolve(child_depth, child_depth))
         return ids
 
     def _read_state(self, url_ids: list[int]) -> dict[int, list]:
         state: dict[int, list] = {}
         unique = list(dict.fromkeys(url_ids))
-        cols = ", ".join(_STATE_COLS)
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start:start + _CHUNK]
-            sql = f"SELECT id, {cols} FROM urls WHERE id IN ({','.join('?' * len(chunk))})"
+            sql = (f"SELECT id, {_STATE_SQL} FROM urls "
+                   f"WHERE id IN ({','.join('?' * len(chunk))})")
             for row in self._conn.execute(sql, chunk):
                 state[row[0]] = list(row[1:])
         return state
@@ -187,12 +207,14 @@ class BatchApplier:
             s[_DEAD_COUNT] += 1
         else:
             s[_DEAD_COUNT] = 0
-        s[_TYPE] = (PageType.DEAD.value if s[_DEAD_COUNT] >= self._dead_after
-                    else rec.page_type.value)
+        s[_TYPE] = (_DEAD if s[_DEAD_COUNT] >= self._dead_after
+                    else _TYPE_VALUE[rec.page_type])
         self._dirty.add(url_id)
         if has_content and not rec.not_modified:
-            kids = [ids[u] for u in rec.children[:MAX_CHILDREN]]
-            self._links[url_id] = (len(kids), pack_children(kids))
+            kids = rec.children
+            if len(kids) > MAX_CHILDREN:
+                kids = kids[:MAX_CHILDREN]
+            self._links[url_id] = (len(kids), pack_children(list(map(ids.__getitem__, kids))))
         host_id = s[_HOST_ID]
         host = self._hosts.get(host_id)
         if host is None:
@@ -203,9 +225,15 @@ class BatchApplier:
             host[1] += 1
             self._errors.append((url_id, host_id, t, rec.error_kind, rec.http_status,
                                  rec.error_detail))
-        self._frontier[url_id] = _DELETE
+        frontier = self._frontier
+        frontier[url_id] = _DELETE
         for url, priority in rec.enqueue:
-            self._put(ids[url], priority, t, 0.0)
+            child = ids[url]
+            prev = frontier.get(child)
+            if prev is None:  # the common case, inlined: a new entry
+                frontier[child] = [priority, t, 0.0, False]
+            else:
+                self._put(child, priority, t, 0.0)
 
     def _write(self, rows: dict[type, list], bulk: list[Op]) -> None:
         many = self._conn.executemany

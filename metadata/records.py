@@ -83,13 +83,19 @@ class FetchRecord:
         object.__setattr__(self, "page_type", PageType(self.page_type))
         if self.signature is not None and not isinstance(self.signature, bytes):
             raise ValueError(f"FetchRecord.signature of {self.url} must be bytes or None")
-        object.__setattr__(self, "children", tuple(self.children))
-        object.__setattr__(self, "enqueue", tuple((u, p) for u, p in self.enqueue))
-        for child in self.children:
-            _check_url(child, f"child of {self.url}")
-        for child, priority in self.enqueue:
-            _check_url(child, f"enqueued child of {self.url}")
-            _check_priority(priority, f"enqueued child {child}")
+        if type(self.children) is not tuple:
+            object.__setattr__(self, "children", tuple(self.children))
+        if type(self.enqueue) is not tuple:
+            object.__setattr__(self, "enqueue", tuple(tuple(e) for e in self.enqueue))
+        # Fast path first: this runs on the crawler's threads for every page.
+        if not all(type(c) is str and c for c in self.children):
+            for child in self.children:
+                _check_url(child, f"child of {self.url}")
+        if not all(type(u) is str and u and type(p) is int and 0 <= p <= 4
+                   for u, p in self.enqueue):
+            for child, priority in self.enqueue:
+                _check_url(child, f"enqueued child of {self.url}")
+                _check_priority(priority, f"enqueued child {child}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ helper because a file written by a *newer* Xyro must be refused, which needs ord
 from __future__ import annotations
 
 import sqlite3
-import struct
+import sys
+from array import array
 from collections.abc import Callable
 
 from metadata.errors import MetadataError
@@ -152,9 +153,16 @@ CREATE INDEX urls_due ON urls(due_unit) WHERE due_unit IS NOT NULL;
 """
 
 
+_BIG_ENDIAN = sys.byteorder == "big"
+_INT32 = next(code for code in "ilh" if array(code).itemsize == 4)
+
+
 def pack_children(ids: list[int]) -> bytes:
     """Child ids as the v2 BLOB: little-endian int32, page order kept."""
-    return struct.pack(f"<{len(ids)}i", *ids)
+    packed = array(_INT32, ids)
+    if _BIG_ENDIAN:
+        packed.byteswap()
+    return packed.tobytes()
 
 
 def _create_v1(conn: sqlite3.Connection) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from metadata.connection import connect
 from metadata.errors import MetadataError
 from metadata.graph import export_graph
+from metadata.hashset import HashSet
 from metadata.records import FrontierRow, Graph
 from metadata.resolver import UrlResolver
 from metadata.schema import migrate
@@ -162,23 +163,29 @@ class MetadataStore:
 
     # -- writer --------------------------------------------------------------------------
     def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
+               max_batch_size: int | None = None,
                dead_after: int = 3, now: Callable[[], float] | None = None,
-               cache_size: int = 1_000_000) -> Writer:
+               cache_size: int = 200_000, hash_filter: bool = True) -> Writer:
         """Start THE writer thread (one per store at a time).
 
+        ``max_batch_size`` (default 8 × ``batch_size``): how far a batch may grow while
+        the queue holds a backlog (group commit, see :mod:`metadata.writer`).
         ``dead_after``: 404/410 answers in a row after which a page is DEAD. ``now`` (e.g. a
         clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``.
-        ``cache_size``: URL→id entries kept in the writer's cache.
+        ``cache_size``: URL→id entries kept in the writer's cache; ``hash_filter``: keep the
+        set of all URL hashes in memory (8 bytes per URL) so new URLs skip the SQLite look-up.
         """
         if self._closed:
             raise MetadataError(f"metadata store {self.path} is closed")
         if self._writer is not None and not self._writer._closed:
             raise MetadataError(f"metadata store {self.path} already has a writer; "
                                 "share it (submit is thread-safe) or close it first")
-        conn = connect(self.path, cache_mb=max(self._cache_mb, 256))
-        resolver = UrlResolver(conn, self._hash, cache_size=cache_size)
+        conn = connect(self.path, cache_mb=max(self._cache_mb, 512))
+        resolver = UrlResolver(conn, self._hash, cache_size=cache_size,
+                               hash_set=HashSet() if hash_filter else None)
         self._writer = Writer(conn, resolver, batch_size=batch_size,
-                              flush_interval_s=flush_interval_s, dead_after=dead_after, now=now)
+                              flush_interval_s=flush_interval_s, dead_after=dead_after, now=now,
+                              max_batch_size=max_batch_size)
         return self._writer
 
     # -- reads ---------------------------------------------------------------------------

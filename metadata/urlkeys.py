@@ -2,39 +2,36 @@
 
 ``urls.url`` is not indexed: a unique index on the text would store every URL twice and
 grow the b-tree by ~80 bytes per entry. Instead ``urls.hash`` (indexed, 8 bytes) holds a
-stable 64-bit BLAKE2b digest of the URL and a look-up compares the text of every row with
-that hash, so a collision costs one extra row read, never a wrong id.
+stable 64-bit digest of the URL (the first 8 bytes of its MD5: not for security, just
+uniform and the fastest stable digest in hashlib here) and a look-up compares the text of
+every row with that hash, so a collision costs one extra row read, never a wrong id.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 
 HashFn = Callable[[str], int]
 
-_blake2b = hashlib.blake2b
+_md5 = hashlib.md5
 _from_bytes = int.from_bytes
+_NETLOC = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)")
 
 
 def url_hash(url: str) -> int:
-    """Signed 64-bit BLAKE2b hash of ``url`` (fits SQLite's INTEGER); stable across runs."""
-    return _from_bytes(_blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                       "little", signed=True)
+    """Signed 64-bit hash of ``url`` (fits SQLite's INTEGER); stable across runs."""
+    digest = _md5(url.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()
+    return _from_bytes(digest[:8], "little", signed=True)
 
 
 def host_of(url: str) -> str:
     """Lowercase host[:port] of an absolute URL; ``""`` when it has none (e.g. ``urn:``)."""
-    _, sep, rest = url.partition("://")
-    if not sep:
+    match = _NETLOC.match(url)
+    if match is None:
         return ""
-    end = len(rest)
-    for stop in "/?#":
-        i = rest.find(stop, 0, end)
-        if i >= 0:
-            end = i
-    netloc = rest[:end]
-    at = netloc.rfind("@")
-    if at >= 0:
-        netloc = netloc[at + 1:]
+    netloc = match.group(1)
+    if "@" in netloc:
+        netloc = netloc.rpartition("@")[2]
     return netloc.lower()

@@ -5,6 +5,13 @@ faster than the disk blocks (back-pressure) instead of growing memory. The threa
 to ``batch_size`` ops, or what arrived within ``flush_interval_s`` of the first one, and
 applies them as ONE transaction: a crash (even SIGKILL) loses at most the batches not yet
 committed, never part of one, and never corrupts the file (WAL, synchronous=NORMAL).
+
+Group commit grows with load: when a full batch is taken and at least ``batch_size`` more
+ops are already waiting, the batch keeps growing up to ``max_batch_size``. Random inserts
+into the URL-hash index dirty about one index page per new URL in a small batch but far
+fewer per URL in a large one (measured: 10,000 vs 50,000 new URLs per commit into a
+1.5M-URL index cost 10.6 vs 5.2 µs per URL), so a saturated writer commits bigger batches
+and catches up, while a lightly loaded one keeps latency at ``flush_interval_s``.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ class Writer:
 
     def __init__(self, conn: sqlite3.Connection, resolver: UrlResolver, *, batch_size: int,
                  flush_interval_s: float, dead_after: int,
-                 now: Callable[[], float] | None, queue_size: int | None = None) -> None:
+                 now: Callable[[], float] | None, max_batch_size: int | None = None,
+                 queue_size: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"writer batch_size must be >= 1, got {batch_size}")
         if flush_interval_s <= 0:
@@ -46,8 +54,10 @@ class Writer:
         self._resolver = resolver
         self._applier = BatchApplier(conn, resolver, dead_after, now)
         self._batch_size = batch_size
+        self._max_batch = max(max_batch_size or 8 * batch_size, batch_size)
         self._interval = flush_interval_s
-        self._queue: queue.Queue = queue.Queue(maxsize=queue_size or 4 * batch_size)
+        self._queue: queue.Queue = queue.Queue(
+            maxsize=queue_size or max(4 * batch_size, self._max_batch))
         self._error: BaseException | None = None
         self._closed = False
         self._close_lock = threading.Lock()
@@ -55,6 +65,7 @@ class Writer:
         self._batches = 0
         self._last_batch_s = 0.0
         self._busy_s = 0.0
+        self._cpu_s = 0.0
         self._thread = threading.Thread(target=self._run, name="metadata-writer", daemon=True)
         self._thread.start()
 
@@ -98,6 +109,7 @@ class Writer:
     def stats(self) -> dict:
         return {"ops_written": self._ops_written, "batches": self._batches,
                 "last_batch_seconds": self._last_batch_s, "busy_seconds": self._busy_s,
+                "cpu_seconds": self._cpu_s,
                 "queue_size": self._queue.qsize(), "failed": self._error is not None}
 
     def _check(self) -> None:
@@ -135,7 +147,8 @@ class Writer:
                 waiters.append(item)
                 return False
             batch.append(item)
-            if len(batch) >= self._batch_size:
+            if len(batch) >= self._batch_size and (
+                    len(batch) >= self._max_batch or self._queue.qsize() < self._batch_size):
                 return False
             try:
                 item = self._queue.get_nowait()
@@ -150,6 +163,7 @@ class Writer:
 
     def _commit(self, batch: list[Op]) -> None:
         started = time.perf_counter()
+        cpu_started = time.thread_time()
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -166,3 +180,4 @@ class Writer:
         self._batches += 1
         self._last_batch_s = elapsed
         self._busy_s += elapsed
+        self._cpu_s += time.thread_time() - cpu_started

@@ -254,7 +254,7 @@ def test_failed_batch_stops_writer_with_clear_error(db_path: Path) -> None:
 
 
 def test_back_pressure_and_many_producers(store: MetadataStore, fetched) -> None:
-    with store.writer(batch_size=8, flush_interval_s=0.01) as w:
+    with store.writer(batch_size=8, flush_interval_s=0.01, max_batch_size=8) as w:
         assert w._queue.maxsize == 32  # noqa: SLF001 - the bound is the point of the test
 
         def produce(k: int) -> None:
@@ -270,3 +270,19 @@ def test_back_pressure_and_many_producers(store: MetadataStore, fetched) -> None
         assert w.stats["ops_written"] == 800 and w.stats["queue_size"] == 0
     assert store.status()["by_type"] == {"html": 800}
     assert store.status()["hosts"] == 4
+
+
+def test_group_commit_grows_batches_under_backlog(db_path: Path, fetched) -> None:
+    """With a backlog the writer commits up to max_batch_size ops at once, not batch_size."""
+    with MetadataStore.open(db_path) as store:
+        blocker = sqlite3.connect(db_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the writer waits: a backlog builds up
+        w = store.writer(batch_size=10, flush_interval_s=0.001, max_batch_size=100)
+        for i in range(101):
+            w.submit(fetched(f"http://gc.example/{i}", float(i)))
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        w.flush()
+        assert w.stats["ops_written"] == 101
+        assert w.stats["batches"] <= 3  # 11 or more without group commit
+        w.close()

@@ -1,0 +1,176 @@
+"""Benchmark: ingest fetched pages through the real metadata Writer (issue 2's bar).
+
+Simulates a breadth-first crawl: page k is URL k; each fetched page has ``--links`` children,
+``--new-share`` of them brand-new URLs (created as unread rows with host and depth, and
+enqueued), the rest already-known URLs picked at random. Every fetch goes through
+``Writer.submit`` (one op per page) and batched transactions; the clock is stopped after the
+final flush. Then the ~N×links-link graph is exported to CSR.
+
+Peer, same run: the same writer with batch_size=1 (one transaction per fetch), on a slice.
+
+    .venv/bin/python tests/bench/metadata_ingest.py            # 1,000,000 pages, 10 links
+    .venv/bin/python tests/bench/metadata_ingest.py --quick    # 20,000 pages
+
+Prints ONE JSON line on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from metadata import Enqueue, FetchRecord, MetadataStore, PageType
+
+HOSTS = 20_000
+SEEDS = 100
+T0 = 1_767_225_600.0
+
+
+def url(k: int) -> str:
+    return f"http://www.h{k % HOSTS}.example.org/section/{k // HOSTS}/page-{k}.html"
+
+
+def records(pages: int, links: int, new_share: float, seed: int,
+            first: int = 0) -> Iterator[FetchRecord]:
+    """The crawl: page ``first + k`` is fetched k-th; its new children are the next URLs."""
+    rng = np.random.default_rng(seed)
+    n_new = round(links * new_share)
+    n_known = links - n_new
+    next_new = first + SEEDS
+    html, xml = PageType.HTML, PageType.XML
+    for k in range(first, first + pages):
+        new = [url(j) for j in range(next_new, next_new + n_new)]
+        known = [url(int(j)) for j in rng.integers(first, next_new, size=n_known)]
+        next_new += n_new
+        kids = tuple(x for pair in zip(new, known) for x in pair) + tuple(
+            new[len(known):] + known[len(new):])
+        yield FetchRecord(
+            url=url(k), fetched_at=T0 + k * 0.01, page_type=xml if k % 10 == 0 else html,
+            http_status=200, signature=k.to_bytes(16, "little"), children=kids,
+            enqueue=tuple((u, 2) for u in new), content_type="text/html", size=20_000 + k % 997)
+
+
+def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int,
+           label: str, max_batch_size: int | None = None) -> dict:
+    with MetadataStore.open(path) as store:
+        writer = store.writer(batch_size=batch_size, max_batch_size=max_batch_size)
+        started = time.perf_counter()
+        cpu0 = time.process_time()
+        for k in range(SEEDS):
+            writer.submit(Enqueue(url(k), 1, enqueued_at=T0))
+        marks: list[tuple[int, float]] = [(0, started)]
+        step = max(pages // 10, 1)
+        for i, rec in enumerate(records(pages, links, new_share, seed=1), 1):
+            writer.submit(rec)
+            if i % step == 0:
+                marks.append((i, time.perf_counter()))
+                rate = step / (marks[-1][1] - marks[-2][1])
+                print(f"[{label}] {i:,} pages, last {step:,} at {rate:,.0f} pages/s",
+                      file=sys.stderr)
+        writer.flush()
+        elapsed = time.perf_counter() - started
+        stats = writer.stats
+        writer.close()
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        urls = conn.execute("SELECT count(*) FROM urls").fetchone()[0]
+        frontier = conn.execute("SELECT count(*) FROM frontier").fetchone()[0]
+        conn.close()
+        size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+        result = {
+            "pages": pages, "links": pages * links, "urls": urls, "frontier": frontier,
+            "seconds": round(elapsed, 3),
+            "pages_per_s": round(pages / elapsed, 1),
+            "links_per_s": round(pages * links / elapsed, 1),
+            "writer_busy_seconds": round(stats["busy_seconds"], 3),
+            "writer_cpu_us_per_page": round(stats["cpu_seconds"] / pages * 1e6, 1),
+            "process_cpu_us_per_page": round((time.process_time() - cpu0) / pages * 1e6, 1),
+            "batches": stats["batches"],
+            "db_bytes": size,
+            "bytes_per_url": round(size / urls, 1),
+        }
+        if len(marks) > 2:  # throughput over the last tenth: does it hold as the DB grows?
+            (i0, t0), (i1, t1) = marks[-2], marks[-1]
+            result["last_tenth_pages_per_s"] = round((i1 - i0) / (t1 - t0), 1)
+        return result
+
+
+def export(path: Path, expect_links: int) -> dict:
+    with MetadataStore.open(path) as store:
+        started = time.perf_counter()
+        graph = store.export_graph()
+        seconds = time.perf_counter() - started
+    if graph.m != expect_links:
+        raise SystemExit(f"export returned {graph.m} links, expected {expect_links}")
+    return {"export_csr_seconds": round(seconds, 3), "graph_n": graph.n, "graph_m": graph.m,
+            "xml_pages": int(graph.xml_mask.sum())}
+
+
+def machine() -> dict:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    except OSError:
+        mem_kb = 0
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(mem_kb / 2**20, 1),
+            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="20,000 pages smoke run")
+    ap.add_argument("--pages", type=int, default=1_000_000)
+    ap.add_argument("--links", type=int, default=10)
+    ap.add_argument("--new-share", type=float, default=0.5,
+                    help="share of each page's children that are brand-new URLs")
+    ap.add_argument("--batch-size", type=int, default=2000)
+    ap.add_argument("--max-batch-size", type=int, default=None)
+    ap.add_argument("--peer-pages", type=int, default=5000,
+                    help="pages for the one-transaction-per-fetch peer")
+    ap.add_argument("--dir", type=Path, default=None, help="where to put the databases")
+    args = ap.parse_args()
+    pages = 20_000 if args.quick else args.pages
+    peer_pages = min(args.peer_pages, 1000 if args.quick else args.peer_pages, pages)
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="xyro-bench-") as tmp:
+        main_db, peer_db = Path(tmp) / "ingest.db", Path(tmp) / "peer.db"
+        ours = ingest(main_db, pages, args.links, args.new_share, args.batch_size, "writer",
+                      args.max_batch_size)
+        ours.update(export(main_db, pages * args.links))
+        ours["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                                    1)
+        peer = ingest(peer_db, peer_pages, args.links, args.new_share, 1, "per-fetch txn")
+    out = {
+        "benchmark": "metadata_ingest",
+        "xyro_batched_writer": ours,
+        "per_fetch_transaction": peer,
+        "ratios": {"pages_per_s_batched_vs_per_fetch_transaction":
+                   round(ours["pages_per_s"] / peer["pages_per_s"], 2)},
+        "targets": {"pages_per_s_min": 10_000, "export_csr_seconds_max": 5.0,
+                    "peak_rss_mb_max": 2048,
+                    "met": bool(ours["pages_per_s"] >= 10_000
+                                and ours["export_csr_seconds"] <= 5.0
+                                and ours["peak_rss_mb"] <= 2048)},
+        "params": {"links_per_page": args.links, "new_share": args.new_share,
+                   "batch_size": args.batch_size, "quick": args.quick},
+        "machine": machine(),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
