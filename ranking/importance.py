@@ -8,9 +8,8 @@ spread in proportion to the current vector, so ‖PR‖₁ = 1 throughout ("pape
 fixpoint is the Perron vector of c·M + (1−c)·E·1ᵀ.
 
 ``dangling="teleport"``: the mass of pages without out-links is spread along E, as networkx
-and igraph do: PR = c·M·PR + (c·dᵀPR + 1−c)·E. Its solution is z/‖z‖₁ for the linear system
-z = c·M·z + (1−c)·E (the scalar in front of E only scales), which is what is iterated here,
-so Gauss-Seidel applies unchanged.
+and igraph do: PR = c·M·PR + (c·dᵀPR + 1−c)·E, swept in this normalized form with the
+dangling mass δ = dᵀPR kept current (``ranking.sweep``, as PRPACK does).
 
 Units: values are probabilities (sum 1); the refresh planner's importance is N·PR_i (mean 1).
 """
@@ -53,8 +52,9 @@ def check_dangling(dangling: str) -> None:
 def importance_fixpoint(graph: LinkGraph, damping: float, e: np.ndarray | float,
                         dangling: str) -> Fixpoint:
     """The direct equation: rows = destinations, vector pre-scaled by 1/OutDeg(source)."""
-    return Fixpoint("importance", graph.inverse_out_degree(), None, (1.0 - damping) * e,
-                    normalize=(dangling == "paper"))
+    inverse_degree = graph.inverse_out_degree()
+    return Fixpoint("importance", inverse_degree, None, (1.0 - damping) * e, normalize=True,
+                    dangling=(inverse_degree == 0) if dangling == "teleport" else None)
 
 
 def direct_importance(graph: LinkGraph, params: SolverParams = SolverParams(), *,

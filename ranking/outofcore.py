@@ -82,9 +82,10 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
         r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
         out_ptr = np.fromfile(store._path("out-ptr", k), dtype="<i8")
         scaled[r0:r1] = importance.read(r0, r1) * _inverse_degree(out_ptr)
-    e_xml = mask / float(mask.sum())
-    interest = e_xml.copy()
-    xml_mass = float(np.where(mask, importance.read(0, n), 0.0).sum())
+    xml_count = float(mask.sum())  # E′ = mask/xml_count, built per slice (no n-vector)
+    interest = mask / xml_count
+    xml_mass = sum(float(importance.read(int(a), int(b))[mask[int(a):int(b)]].sum())
+                   for a, b in zip(store.bounds[:-1], store.bounds[1:]))
     rho, res_d, res_i = 1.0, [], []
     for sweep in range(1, params.max_iter + 1):
         d_tot, i_tot = _Totals(), _Totals()
@@ -101,7 +102,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
             d_tot.xml_mass += float(new[mask[r0:r1]].sum())
             importance.write(r0, new / importance.scale)
             e_i = (np.where(mask[r0:r1], old, 0.0) / xml_mass if interest_from_importance
-                   else e_xml[r0:r1])
+                   else mask[r0:r1] / xml_count)
             inverse = Fixpoint("interest", None, inv_deg, (1.0 - c) * e_i, False)
             old_i = interest[r0:r1].copy()
             new_i = _sweep_slice(RowBlocks(out_ptr, out_idx, n, params.block_links), inverse,

@@ -92,15 +92,34 @@ def test_interest_solves_its_linear_system(use_importance: bool, gauss_seidel: b
     np.testing.assert_allclose(got.values[dangling], 0.15 * e[dangling], atol=1e-15)
 
 
-def test_gauss_seidel_needs_fewer_sweeps_than_jacobi() -> None:
-    """Paper variant (renormalized every sweep). The unnormalized linear iterations
-    (teleport, interest) do not gain from block Gauss-Seidel yet: see the issue report."""
+@pytest.mark.parametrize("dangling", ["paper", "teleport"])
+def test_gauss_seidel_needs_fewer_sweeps_than_jacobi(dangling: str) -> None:
+    """Both normalized sweeps (paper; teleport with the dangling mass kept current) gain
+    from Gauss-Seidel: 13 and 12 sweeps against 17 here. The benchmark reports the counts on
+    cnr-2000 and the power-law graph."""
     rng = np.random.default_rng(5)
     graph = LinkGraph.from_edges(rng.integers(0, 5000, 50000), rng.integers(0, 5000, 50000), 5000)
-    counts = {gs: direct_importance(graph, SolverParams(tol=1e-10, gauss_seidel=gs,
-                                                        block_links=2048)).iterations
-              for gs in (True, False)}
-    assert counts[True] < counts[False], counts
+    ref = direct_importance(graph, SolverParams(tol=1e-15, gauss_seidel=False, max_iter=500),
+                            dangling=dangling).values
+    runs = {gs: direct_importance(graph, SolverParams(tol=1e-9, gauss_seidel=gs,
+                                                      block_links=4096), dangling=dangling)
+            for gs in (True, False)}
+    assert runs[True].iterations <= runs[False].iterations - 3, {
+        gs: r.iterations for gs, r in runs.items()}
+    for run in runs.values():  # fewer sweeps, not a looser answer
+        assert np.abs(run.values - ref).sum() < 1e-9
+
+
+def test_teleport_gauss_seidel_keeps_dangling_mass_current() -> None:
+    """Half the pages dangle: the teleported mass must follow the iterate within a sweep."""
+    rng = np.random.default_rng(11)
+    pairs = np.unique(np.column_stack([rng.integers(0, 200, 1200),
+                                       rng.integers(0, 400, 1200)]), axis=0)
+    graph = LinkGraph.from_edges(pairs[:, 0], pairs[:, 1], 400)  # networkx merges parallels
+    assert (graph.out_degree() == 0).mean() >= 0.5
+    ref = nx_pagerank(graph, tol_per_node=1e-13 / graph.n)
+    got = direct_importance(graph, SolverParams(tol=1e-12, block_links=16), dangling="teleport")
+    assert np.abs(got.values - ref).sum() <= 1e-10
 
 
 def test_convergence_error_carries_iterations_and_residual(make_graph) -> None:
