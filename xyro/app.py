@@ -12,13 +12,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from metadata import MetadataStore, crawl_queries
+from metadata import MetadataStore, crawl_queries, versions
 from metadata.writer import Writer
 from xyro.crawler import Crawler, CrawlSettings, Validators
 from xyro.dns import Resolver
 from xyro.fetcher import Fetcher, FetchLimits, user_agent
 from xyro.frontier import Frontier
 from xyro.hosts import HostScheduler
+from xyro.loader import LoaderSettings, Warehouse
+from xyro.loader.stage import LoaderStage
 from xyro.robots import RobotsCache
 from xyro.seenset import SeenSet
 from xyro.urls import Scope, TrapGuard
@@ -67,12 +69,28 @@ class CrawlParts:
     fetchers: tuple[Fetcher, ...]
     resolver: Resolver
     writer: Writer
+    store: MetadataStore | None = None
+    versions_per_url: int = 10
 
     def close(self) -> None:
         for fetcher in self.fetchers:
             fetcher.close()
         self.resolver.close()
         self.writer.close()
+        loader = self.crawler.loader
+        if self.store is not None and loader is not None:
+            prune_warehouse(self.store, loader.warehouse, self.versions_per_url)
+
+
+def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> int:
+    """Drop versions beyond ``keep`` per URL, then the blobs nothing references any more.
+
+    Runs while nothing writes versions (after the crawl writer closed), so a blob whose row
+    is not committed yet cannot be taken for garbage. Returns the number of blobs deleted.
+    """
+    with store.atomic() as conn:
+        orphans = versions.prune_versions(conn, keep)
+    return warehouse.delete_unreferenced(orphans, set())
 
 
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
@@ -100,6 +118,13 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     robots_fetcher = Fetcher(replace(fetch_limits, max_redirects=limits.max_redirects,
                                      accept_content_types=("text/plain", "text/html", "*/*")),
                              agent, resolver, clock, max_host_pools=pool)
+    # DTDs and entities come with any Content-Type (.mod, .ent); they are size-capped.
+    loader_cfg = cfg.loader
+    loader_fetcher = Fetcher(replace(fetch_limits, accept_content_types=("*/*",),
+                                     max_decoded_bytes=max(loader_cfg.max_entity_bytes, 1),
+                                     max_body_bytes=min(limits.max_body_bytes,
+                                                        loader_cfg.max_entity_bytes)),
+                             agent, resolver, clock, max_host_pools=pool)
     robots = RobotsCache(robots_token(crawl.user_agent), clock, ttl_s=polite.robots_ttl_s,
                          unreachable_retry_s=polite.robots_unreachable_retry_s,
                          max_crawl_delay_s=polite.max_crawl_delay_s)
@@ -108,6 +133,16 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     traps = cfg.crawler.traps
     writer = store.writer(dead_after=crawl.dead_after_404s, now=clock.now)
     readers = _ThreadReaders(store)
+    loader = LoaderStage(
+        LoaderSettings(max_document_bytes=loader_cfg.max_document_bytes,
+                       validate=loader_cfg.dtd_validation, dtd_timeout_s=loader_cfg.dtd_timeout_s,
+                       versions_per_url=loader_cfg.versions_per_url,
+                       max_expansion_factor=loader_cfg.max_expansion_factor,
+                       max_entity_bytes=loader_cfg.max_entity_bytes,
+                       max_cache_entries=loader_cfg.max_cached_entities,
+                       max_pending_bytes=loader_cfg.max_pending_bytes,
+                       max_url_length=limits.max_url_length),
+        Warehouse(cfg.storage.warehouse_dir), readers.latest_version)
     crawler = Crawler(
         frontier=Frontier(hosts, robots, clock), fetch=page_fetcher.fetch,
         fetch_robots=robots_fetcher.fetch, validators=readers.validators, submit=writer.submit,
@@ -122,8 +157,10 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         settings=CrawlSettings(workers=crawl.workers, follow_nofollow=crawl.follow_nofollow,
                                max_url_length=limits.max_url_length,
                                skip_suffixes=frozenset(crawl.skip_suffixes),
-                               max_redirects=limits.max_redirects))
-    return CrawlParts(crawler, (page_fetcher, robots_fetcher), resolver, writer)
+                               max_redirects=limits.max_redirects),
+        loader=loader, fetch_for_loader=loader_fetcher.fetch)
+    return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
+                      store, loader_cfg.versions_per_url)
 
 
 def robots_token(user_agent_product: str) -> str:
@@ -138,8 +175,14 @@ class _ThreadReaders:
         self._store = store
         self._local = threading.local()
 
-    def validators(self, url: str) -> Validators:
+    def _conn(self):  # type: ignore[no-untyped-def]
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = self._store.read_connection()
-        return crawl_queries.validators(conn, url)
+        return conn
+
+    def validators(self, url: str) -> Validators:
+        return crawl_queries.validators(self._conn(), url)
+
+    def latest_version(self, url: str) -> tuple[bytes | None, bytes, str] | None:
+        return versions.latest_version(self._conn(), url)

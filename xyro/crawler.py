@@ -22,11 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from metadata import FetchRecord, PageType
+from metadata import ClearPending, Enqueue, FetchRecord, PageType, SetPending, XmlVersion
 from xyro.classify import suffix_skipped
 from xyro.clock import Clock
 from xyro.crawl_stats import CrawlStats
-from xyro.frontier import BACKGROUND, DISCOVERY, Frontier, FrontierItem
+from xyro.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, FrontierItem
+from xyro.loader.document import LoadError
+from xyro.loader.pending import Held
+from xyro.loader.stage import LoaderStage, error_outcome
 from xyro.page import RETRY_STATUSES, Child, PageOutcome, analyse
 from xyro.fetcher import REDIRECT_STATUSES
 from xyro.records import ErrorKind, FetchResult
@@ -60,6 +63,16 @@ class _Done:
     item: FrontierItem
     result: FetchResult
     outcome: PageOutcome | None  # None for robots.txt fetches
+    needs: tuple[str, ...] = ()  # an XML document waiting for these DTDs/entities
+    version: XmlVersion | None = None
+    resumed: Held | None = None  # a pending document loaded again (its fetch is done)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """Work item: load a held document again, its DTDs/entities having arrived."""
+
+    held: Held
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +88,9 @@ class Crawler:
                  fetch_robots: Callable[..., FetchResult],
                  validators: Callable[[str], Validators], submit: Callable[[Any], None],
                  scope: Scope, traps: TrapGuard, seen: SeenSet, clock: Clock,
-                 settings: CrawlSettings, stats: CrawlStats | None = None) -> None:
+                 settings: CrawlSettings, stats: CrawlStats | None = None,
+                 loader: LoaderStage | None = None,
+                 fetch_for_loader: Callable[..., FetchResult] | None = None) -> None:
         self.frontier = frontier
         self._fetch = fetch
         self._fetch_robots = fetch_robots
@@ -87,7 +102,10 @@ class Crawler:
         self.clock = clock
         self.settings = settings
         self.stats = stats or CrawlStats()
-        self._work: queue.SimpleQueue[FrontierItem | None] = queue.SimpleQueue()
+        self.loader = loader
+        # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
+        self._fetch_for_loader = fetch_for_loader or fetch
+        self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -137,6 +155,7 @@ class Crawler:
             while True:
                 self._wake.clear()
                 self._drain()
+                self._expire_pending()
                 reason = self._stop_reason(stop, deadline, max_pages) or reason
                 if reason != "frontier exhausted" or (until_exhausted and self._exhausted()):
                     if self._in_flight == 0:
@@ -159,10 +178,14 @@ class Crawler:
         return CrawlSummary(reason, self.snapshot())
 
     def snapshot(self) -> dict[str, Any]:
-        return self.stats.snapshot(
+        snap = self.stats.snapshot(
             queued=len(self.frontier), queued_by_priority=self.frontier.sizes(),
             in_flight=self._in_flight, hosts_waiting=self.frontier.hosts_waiting,
             seen_urls=len(self.seen))
+        if self.loader is not None:
+            snap["loader_pending"] = len(self.loader.pending)
+            snap["loader_cached"] = len(self.loader.cache)
+        return snap
 
     def _stop_reason(self, stop: threading.Event, deadline: float | None,
                      max_pages: int | None) -> str | None:
@@ -211,7 +234,12 @@ class Crawler:
     # -- worker side ---------------------------------------------------------------------
 
     def _worker(self) -> None:
-        while (item := self._work.get()) is not None:
+        while (work := self._work.get()) is not None:
+            if isinstance(work, _Resume):
+                self._done.put(self._resume(work.held))
+                self._wake.set()
+                continue
+            item = work
             try:
                 done = self._process(item)
             except Exception as exc:  # a bug must not kill the worker or lose the item
@@ -228,11 +256,42 @@ class Crawler:
     def _process(self, item: FrontierItem) -> _Done:
         if item.kind == "robots":
             return _Done(item, self._fetch_robots(item.url, stop=self._stop), None)
+        loader = self.loader
+        if loader is not None and loader.wanted(item.url):
+            # Unconditional: a 304 would leave the loader without the bytes it needs.
+            result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
+                                            stop=self._stop)
+            ok = result.error_kind is None and result.status is not None and result.status < 300
+            return _Done(item, result, analyse(result, None, self.settings.follow_nofollow,
+                                               self.settings.max_url_length),
+                         version=loader.store_entity(item.url, result) if ok else None)
         etag, last_modified, known_type = self._validators(item.url)
         result = self._fetch(item.url, etag=etag, last_modified=last_modified, stop=self._stop)
         outcome = analyse(result, known_type, self.settings.follow_nofollow,
                           self.settings.max_url_length)
+        if loader is not None and outcome.page_type == PageType.DTD:
+            return _Done(item, result, outcome, version=loader.store_entity(item.url, result))
+        if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
+            loaded = loader.load(item.url, result)
+            if loaded.outcome is None:
+                return _Done(item, result, outcome, needs=loaded.needs)
+            return _Done(item, result, loaded.outcome, version=loaded.version)
         return _Done(item, result, outcome)
+
+    def _resume(self, held: Held) -> _Done:
+        """Load a held document again (worker thread); errors become ERROR outcomes."""
+        assert self.loader is not None
+        try:
+            loaded = self.loader.load(held.item.url, held.result)
+        except Exception as exc:  # a bug must not kill the worker or lose the document
+            log.exception("internal error loading %s", held.item.url)
+            return _Done(held.item, held.result, error_outcome(
+                held.result, LoadError.PARSE, f"internal error: {type(exc).__name__}: {exc}"),
+                resumed=held)
+        if loaded.outcome is None:
+            return _Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
+        return _Done(held.item, held.result, loaded.outcome, version=loaded.version,
+                     resumed=held)
 
     # -- dispatcher side: results --------------------------------------------------------
 
@@ -243,7 +302,9 @@ class Crawler:
             except queue.Empty:
                 return
             self._in_flight -= 1
-            if done.outcome is None:
+            if done.resumed is not None:
+                self._resumed_done(done)
+            elif done.outcome is None:
                 self._robots_done(done.item, done.result)
             else:
                 self._page_done(done)
@@ -272,6 +333,11 @@ class Crawler:
         self.frontier.done(item, result.retry_after_s,
                            error=result.error_kind not in (None, ErrorKind.HTTP_STATUS), now=now,
                            started_at=result.started_at)
+        if self.loader is not None and self.loader.wanted(item.url):
+            outcome = self._need_done(item, result, outcome)
+        if done.needs:
+            self._wait_for_needs(item, result, done.needs, None, now)
+            return
         hops = self._hops.pop(item.url, 0)
         if result.status in REDIRECT_STATUSES and result.redirects:
             outcome = self._redirect(item, result, hops)
@@ -279,6 +345,11 @@ class Crawler:
         if outcome.children and result.status in REDIRECT_STATUSES:
             for url, _ in enqueue:
                 self._hops[url] = hops + 1
+        self._record(item, result, outcome, enqueue, now, done.version)
+
+    def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
+                enqueue: tuple[tuple[str, int], ...], now: float,
+                version: XmlVersion | None = None) -> None:
         self._submit(FetchRecord(
             url=item.url, fetched_at=result.started_at or now, page_type=outcome.page_type,
             http_status=result.status, signature=outcome.signature,
@@ -287,6 +358,8 @@ class Crawler:
             enqueue=enqueue, error_kind=outcome.error_kind,
             error_detail=outcome.error_detail, content_type=result.content_type,
             size=len(result.body)))
+        if version is not None:
+            self._submit(version)
         self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
                         result.not_modified)
 
@@ -364,4 +437,101 @@ class Crawler:
                                  page_type=PageType.ERROR, error_kind=kind.value,
                                  error_detail=detail))
         self.stats.page(PageType.ERROR.value, 0, kind.value, False)
+        if self.loader is not None and self.loader.wanted(item.url):
+            self._arrival(self.loader.arrived(item.url, FetchResult(item.url, item.url),
+                                              False, detail), item.url)
+
+    # -- the loader: documents waiting for DTDs and entities (issue 4, item 6) ------------
+
+    def _need_done(self, item: FrontierItem, result: FetchResult,
+                   outcome: PageOutcome) -> PageOutcome:
+        """A URL the loader waits for was fetched: feed the cache, wake its documents."""
+        assert self.loader is not None
+        if result.not_modified:  # fetched as a page with validators: ask again, unconditionally
+            self.frontier.push(item.url, LOADER, item.depth)
+            return outcome
+        ok = result.error_kind is None and result.status is not None and 200 <= result.status < 300
+        arrival = self.loader.arrived(item.url, result, ok, result.error_detail or outcome.error_detail)
+        if arrival.follow is not None:
+            target = canonicalize(arrival.follow, max_length=self.settings.max_url_length)
+            if target is not None:
+                self.loader.alias(target, item.url)
+                self.seen.add(target)
+                self.frontier.push(target, LOADER, item.depth)
+                self._submit(Enqueue(target, LOADER, depth=item.depth))
+            else:
+                arrival = self.loader.arrived(item.url, result, False,
+                                              f"redirected to {arrival.follow!r}")
+        self._arrival(arrival, item.url)
+        if ok and outcome.page_type not in (PageType.XML, PageType.HTML):
+            # An entity or DTD served as text/plain or with an odd type is still a DTD part.
+            return PageOutcome(PageType.DTD, signature=outcome.signature)
+        return outcome
+
+    def _arrival(self, arrival, need: str) -> None:  # type: ignore[no-untyped-def]
+        for held in arrival.ready:
+            self._in_flight += 1
+            self._work.put(_Resume(held))
+        for held, reason in arrival.failed:
+            self._finish_failed(held, LoadError.ENTITY, reason)
+
+    def _wait_for_needs(self, item: FrontierItem, result: FetchResult, needs: tuple[str, ...],
+                        previous: Held | None, now: float) -> None:
+        """Hold the document, push its needs at priority 0; too many held → fetch it later."""
+        assert self.loader is not None
+        cache = self.loader.cache
+        for need in needs:
+            reason = cache.failure(need)
+            if reason is not None:  # failed while this document was being parsed
+                self.loader.pending.release(item.url)
+                self._finish_failed(previous or Held(item, result, now), LoadError.ENTITY,
+                                    f"needed {need}: {reason}")
+                return
+        needs = tuple(n for n in needs if n not in cache)
+        if not needs:  # arrived while this document was being parsed: load it again now
+            self.loader.pending.release(item.url)
+            self._in_flight += 1
+            self._work.put(_Resume(previous or Held(item, result, now)))
+            return
+        held = self.loader.hold(item, result, needs, now, previous)
+        fresh = [n for n in needs if self.frontier.push(n, LOADER, item.depth)]
+        for need in needs:
+            self.seen.add(need)
+        if fresh:
+            self._submit_many([Enqueue(n, LOADER, depth=item.depth) for n in fresh])
+        if held is None:  # memory cap: its row stays in the frontier; fetched again later
+            self.frontier.push(item.url, item.priority, item.depth, now + 60.0)
+            return
+        self._submit(SetPending(item.url, tuple(needs), held.since,
+                                f"waiting for {len(needs)} DTD/entity URL(s), "
+                                f"round {held.rounds}"))
+
+    def _resumed_done(self, done: _Done) -> None:
+        held = done.resumed
+        assert held is not None
+        now = self.clock.now()
+        if done.needs:
+            self._wait_for_needs(held.item, held.result, done.needs, held, now)
+            return
+        assert done.outcome is not None
+        self._finish(held, done.outcome, done.version, now)
+
+    def _finish(self, held: Held, outcome: PageOutcome, version: XmlVersion | None,
+                now: float) -> None:
+        enqueue = self._admit_children(held.item, outcome) if outcome.children else ()
+        self._record(held.item, held.result, outcome, enqueue, now, version)
+        self._submit(ClearPending(held.item.url))
+
+    def _finish_failed(self, held: Held, kind: LoadError, reason: str) -> None:
+        detail = f"{held.item.url} not loaded: {reason}"
+        self._finish(held, error_outcome(held.result, kind, detail), None, self.clock.now())
+
+    def _expire_pending(self) -> None:
+        if self.loader is not None and len(self.loader.pending):
+            for held, reason in self.loader.expire(self.clock.now()):
+                self._finish_failed(held, LoadError.TIMEOUT, reason)
+
+    def _submit_many(self, ops: list[Any]) -> None:
+        for op in ops:
+            self._submit(op)
 

@@ -64,8 +64,9 @@ class Site:
         if path in self.files:
             return self.files[path], _ctype(path)
         if self.root is not None and path.startswith(self.prefix):
-            target = (self.root / path[len(self.prefix):]).resolve()
-            if target.is_relative_to(self.root.resolve()) and target.is_file():
+            rel = path[len(self.prefix):]
+            target = self.root / rel  # symlinks inside the package tree are followed
+            if ".." not in rel.split("/") and target.is_file():
                 return target.read_bytes(), _ctype(path)
         return None, ""
 
@@ -100,3 +101,44 @@ def site_factory() -> Iterator:
     yield make
     for site in sites:
         site.stop()
+
+
+def _make_app(tmp_path: Path, seeds: list[str], *, delay_s: float = 0.05, workers: int = 4,
+             extra: tuple[str, ...] = ()):  # -> xyro.app.App
+    """An App crawling ``seeds`` into tmp_path (database created), private addresses allowed."""
+    import json
+
+    from xyro.app import App
+    from xyro.clock import WallClock
+    from xyro.config import load_config
+
+    overrides = [f"seeds={json.dumps(seeds)}", "scope.allow_private_addresses=true",
+                 f"crawler.politeness.delay_s={delay_s}", f"crawler.workers={workers}",
+                 f"storage.database={tmp_path / 'xyro.db'}",
+                 f"storage.warehouse_dir={tmp_path / 'warehouse'}", *extra]
+    app = App(load_config(None, {}, overrides), WallClock())
+    with app.open_store(create=True):
+        pass
+    return app
+
+
+def _db_rows(db: Path, sql: str, *args: object) -> list:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def make_app():
+    """``make_app(tmp_path, seeds, delay_s=..., workers=..., extra=(...))`` -> App."""
+    return _make_app
+
+
+@pytest.fixture
+def db_rows():
+    """``db_rows(db_path, sql, *args)`` -> list of rows."""
+    return _db_rows
