@@ -58,7 +58,8 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from refresh import (Folders, RateSum, due_by_scan, due_folders,  # noqa: E402
-                     refresh_intervals, refresh_weights, signature_rates)
+                     refresh_intervals, refresh_weights, signature_rates,
+                     time_average_obsolescence)
 from refresh.bayes import (fit_prior, last_modified_loglik, posterior_mean,  # noqa: E402
                            rate_grid, signature_loglik)
 
@@ -362,6 +363,23 @@ def make_estimator(kind: str, n: int, lm: np.ndarray | None,
     return BayesRates(n, lm, age0)
 
 
+def diagnostics(policy: PlannerPolicy | SchedulePolicy, imp: np.ndarray, rates: np.ndarray,
+                g: int, t_max: float, clamped: float) -> dict[str, float]:
+    """Why an online policy misses the optimum: how well it knows λ at the end, from how
+    many reads, and the steady-state cost of its final intervals scored with the true λ."""
+    est = getattr(policy, "online", None)
+    if est is None:
+        return {}
+    err = np.abs(np.log(est.estimate / rates))
+    plan = refresh_intervals(imp, est.estimate, g, 1.0, t_max)
+    steady = time_average_obsolescence(imp, rates, plan.intervals)
+    return {"reads_per_page_mean": round(float(est.reads.mean()), 2),
+            "final_median_abs_log_rate_error": round(float(np.median(err)), 3),
+            "final_importance_weighted_abs_log_rate_error": round(
+                float(np.sum(imp * err) / imp.sum()), 3),
+            "final_intervals_steady_state_ratio_to_clamped_optimum": round(steady / clamped, 4)}
+
+
 def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     g = int(round(share * n))
@@ -418,6 +436,9 @@ def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int
             "freshness_importance_weighted": round(s["freshness_weighted"], 4),
             "fetches_per_unit": round(s["fetches_per_unit"], 1),
         }
+    for name, policy in policies.items():
+        key = "xyleme" if name == HEADLINE else name
+        systems[key].update(diagnostics(policy, imp, rates, g, t_max, clamped))
     planner: PlannerPolicy = policies[HEADLINE]  # type: ignore[assignment]
     recomputed_s = math.fsum(planner.weights)
     baselines = ("round_robin", "change_proportional", "change_proportional_eb",
