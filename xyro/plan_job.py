@@ -269,10 +269,13 @@ class RefreshPlanner:
         return due, refile
 
     # -- the unit's fetch list ------------------------------------------------------------
-    def due_now(self, unit: int, plan: Plan | None = None) -> tuple[list[tuple[str, int]],
-                                                                    UnitFetchList, Plan]:
-        """The unit's (url, priority) list: due pages (REFRESH) and discovery (DISCOVERY)."""
-        plan = self.plan(unit) if plan is None else plan
+    def due_now(self, unit: int, plan: Plan | None = None) -> list[tuple[str, int]]:
+        """The unit's (url, priority) list, due pages (REFRESH) then discovery (DISCOVERY),
+        without writing anything (:meth:`run_unit` also files what it hands out)."""
+        return self._compose(unit, self.plan(unit) if plan is None else plan)[0]
+
+    def _compose(self, unit: int, plan: Plan) -> tuple[list[tuple[str, int]], UnitFetchList,
+                                                       Plan]:
         stored = np.asarray(q.due_ids(self._conn, unit), dtype=np.int64)
         pos = plan.index(stored)
         stored = stored[pos >= 0]
@@ -298,7 +301,7 @@ class RefreshPlanner:
         t0 = time.monotonic()
         unit = self.current_unit() if unit is None else int(unit)
         plan = self.plan(unit)
-        fetch_list, fetch, plan = self.due_now(unit, plan)
+        fetch_list, fetch, plan = self._compose(unit, plan)
         due = plan.due.copy()
         mpos = plan.index(fetch.maintenance)
         # Popped: one interval later unless a fetch re-files them first.

@@ -208,3 +208,13 @@ def test_too_many_pages_for_t_max_stretch_it(store, fill, kit, planner) -> None:
     plan = planner(store, [], bandwidth=2, discovery_share=0.0, max_interval_units=3.0).plan()
     assert plan.t_max_used == pytest.approx(18 / 2, rel=1e-6)
     assert np.sum(1.0 / plan.intervals) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_due_now_matches_run_unit_and_writes_nothing(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    ops: list = []
+    p = planner(store, ops)
+    unit = p.current_unit()
+    preview = p.due_now(unit)
+    assert ops == []
+    assert preview == planner(store, []).run_unit(unit)
