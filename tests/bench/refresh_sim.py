@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from refresh import (Folders, RateSum, due_by_scan, due_folders,  # noqa: E402
                      refresh_intervals, refresh_weights, signature_rates,
                      time_average_obsolescence)
+from refresh.last_modified import shrunk_rate  # noqa: E402
 from refresh.bayes import (fit_prior, last_modified_loglik, posterior_mean,  # noqa: E402
                            rate_grid, signature_loglik)
 
@@ -181,20 +182,31 @@ class OnlineRates:
     """
 
     def __init__(self, n: int, prior: float, lm: np.ndarray | None = None,
-                 age0: np.ndarray | None = None) -> None:
+                 age0: np.ndarray | None = None, lm_shape: float | None = None) -> None:
         self.prior = prior
+        self.lm_shape = lm_shape
         self.estimate = np.full(n, prior)
         self.seen = np.zeros(n, dtype=bool)
         self.reads = np.ones(n, dtype=np.int64)
         self.lm = np.zeros(n, dtype=bool) if lm is None else lm
         self.lm_changes = np.where(self.lm, 1.0, 0.0)
         self.lm_exposure = np.where(self.lm, age0 if age0 is not None else 1.0, 0.0)
-        self.estimate[self.lm] = self.lm_changes[self.lm] / self.lm_exposure[self.lm]
+        self._lm_estimate(self.lm)
         self.seen |= self.lm
         self._page: list[np.ndarray] = []
         self._interval: list[np.ndarray] = []
         self._changed: list[np.ndarray] = []
         self._refresh_prior()
+
+    def _lm_estimate(self, ids: np.ndarray) -> None:
+        """C / exposure, or with ``lm_shape`` a the Gamma(a, a/prior) posterior mean
+        (C + a) / (exposure + a/prior): shrinkage toward the population mean rate
+        (refresh.last_modified.shrunk_rate)."""
+        c, e = self.lm_changes[ids], self.lm_exposure[ids]
+        if self.lm_shape is None:
+            self.estimate[ids] = c / e
+        else:
+            self.estimate[ids] = shrunk_rate(c, e, self.prior, self.lm_shape)
 
     def _refresh_prior(self) -> None:
         if self.seen.any():
@@ -207,7 +219,7 @@ class OnlineRates:
         lm = self.lm[ids]
         self.lm_changes[ids[lm]] += changed[lm]
         self.lm_exposure[ids[lm]] += np.where(changed[lm], age[lm], interval[lm])
-        self.estimate[ids[lm]] = self.lm_changes[ids[lm]] / self.lm_exposure[ids[lm]]
+        self._lm_estimate(ids[lm])
         sig = ids[~lm]
         if sig.size:
             self._page.append(sig)
@@ -349,6 +361,7 @@ VARIANTS: dict[str, tuple[str, bool, float | None]] = {
     "xyleme_eb": ("bayes", False, None),
     "xyleme_eb_probe": ("bayes", False, 10.0),
     "xyleme_mle_lm": ("mle", True, None),
+    "xyleme_mle_lm_shrunk": ("mle_shrunk", True, None),
     "xyleme_eb_lm": ("bayes", True, None),
 }
 # "xyleme" in the JSON: the estimator chain xyro/plan_job.py runs (MLE of eq. 9), in the
@@ -360,6 +373,8 @@ def make_estimator(kind: str, n: int, lm: np.ndarray | None,
                    age0: np.ndarray) -> OnlineRates | BayesRates:
     if kind == "mle":
         return OnlineRates(n, 1.0, lm, age0)
+    if kind == "mle_shrunk":
+        return OnlineRates(n, 1.0, lm, age0, lm_shape=1.0)
     return BayesRates(n, lm, age0)
 
 

@@ -112,3 +112,21 @@ def test_bad_arguments_raise() -> None:
         last_modified_rate(AccessHistory([10.0], [], [12.0]))
     with pytest.raises(ValueError, match="missing"):
         last_modified_rate(AccessHistory([10.0, 20.0], [False], [5.0, float("nan")]))
+
+
+def test_shrunk_last_modified_rate_is_the_gamma_posterior_mean() -> None:
+    from refresh.last_modified import shrunk_rate
+    # One change seen with a tiny age: raw C/exposure says 100 per unit, the posterior
+    # with an exponential prior of mean 0.5 stays near the prior.
+    assert float(shrunk_rate(1, 0.01, 0.5, 1.0)) == pytest.approx(2 / 2.01)
+    # Much evidence: the prior washes out.
+    assert float(shrunk_rate(400, 200.0, 0.5, 1.0)) == pytest.approx(2.0, rel=0.01)
+    t = [0.0, 1.0, 2.0, 3.0]
+    h = AccessHistory(t, [True, False, True], [-0.5, 0.5, 0.5, 2.9])
+    raw = estimate_rate(h, prior=1.0, tolerance=0.01)
+    shrunk = estimate_rate(h, prior=1.0, tolerance=0.01, lm_prior_shape=1.0)
+    assert raw.source is shrunk.source is RateSource.LAST_MODIFIED
+    exposure = raw.n_changes / raw.rate
+    assert shrunk.rate == pytest.approx((raw.n_changes + 1) / (exposure + 1))
+    with pytest.raises(ValueError, match="prior rate"):
+        shrunk_rate(1, 1.0, 0.0)
