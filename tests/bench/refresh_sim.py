@@ -386,13 +386,15 @@ def diagnostics(policy: PlannerPolicy | SchedulePolicy, imp: np.ndarray, rates: 
     if est is None:
         return {}
     err = np.abs(np.log(est.estimate / rates))
-    plan = refresh_intervals(imp, est.estimate, g, 1.0, t_max)
-    steady = time_average_obsolescence(imp, rates, plan.intervals)
-    return {"reads_per_page_mean": round(float(est.reads.mean()), 2),
-            "final_median_abs_log_rate_error": round(float(np.median(err)), 3),
-            "final_importance_weighted_abs_log_rate_error": round(
-                float(np.sum(imp * err) / imp.sum()), 3),
-            "final_intervals_steady_state_ratio_to_clamped_optimum": round(steady / clamped, 4)}
+    out = {"reads_per_page_mean": round(float(est.reads.mean()), 2),
+           "final_median_abs_log_rate_error": round(float(np.median(err)), 3),
+           "final_importance_weighted_abs_log_rate_error": round(
+               float(np.sum(imp * err) / imp.sum()), 3)}
+    if isinstance(policy, PlannerPolicy):  # the planner's own intervals from its estimates
+        plan = refresh_intervals(imp, est.estimate, g, 1.0, t_max)
+        steady = time_average_obsolescence(imp, rates, plan.intervals)
+        out["final_intervals_steady_state_ratio_to_clamped_optimum"] = round(steady / clamped, 4)
+    return out
 
 
 def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int) -> dict:
