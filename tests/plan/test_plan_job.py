@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from metadata import MetadataStore, PageType, SetRefresh, SetState
+from metadata import MetadataStore, SetRefresh, SetState
 from metadata import refresh_queries as rq
 from refresh import ChangeObservations, signature_rate
 from xyro.clock import ManualClock
