@@ -71,6 +71,6 @@ VIEWS: dict[str, str] = {
         FROM errors e GROUP BY e.kind ORDER BY max(e.at) DESC""",
     "v_job_runs": """
         SELECT name, datetime(started, 'unixepoch') AS started,
-               finished - started AS seconds, status, detail
+               round(finished - started, 3) AS seconds, status, detail
         FROM job_runs ORDER BY started DESC""",
 }

@@ -2,7 +2,9 @@
 
 Simulates a breadth-first crawl: page k is URL k; each fetched page has ``--links`` children,
 ``--new-share`` of them brand-new URLs (created as unread rows with host and depth, and
-enqueued), the rest already-known URLs picked at random. Every fetch goes through
+enqueued), the rest already-known URLs (copying model: power-law in-degree, see
+``records``; ``--copy-share 0`` makes them all uniform, the no-locality worst case).
+Hosts are interleaved (URL k is on host k mod 20,000), as a polite crawler interleaves them. Every fetch goes through
 ``Writer.submit`` (one op per page) and batched transactions; the clock is stopped after the
 final flush. Then the ~N×links-link graph is exported to CSR.
 
@@ -42,27 +44,45 @@ def url(k: int) -> str:
 
 
 def records(pages: int, links: int, new_share: float, seed: int,
-            first: int = 0) -> Iterator[FetchRecord]:
-    """The crawl: page ``first + k`` is fetched k-th; its new children are the next URLs."""
+            copy_share: float = 0.8) -> Iterator[FetchRecord]:
+    """The crawl: page k is fetched k-th; its new children are the next URLs in line.
+
+    Known children follow the copying model of web graphs (Kumar et al. 2000): with
+    probability ``copy_share`` a child copies the target of a random earlier link, which
+    gives the power-law in-degree of real web graphs, else it is a uniformly random known URL
+    (``copy_share=0`` is the adversarial all-uniform case: no locality at all).
+    """
     rng = np.random.default_rng(seed)
     n_new = round(links * new_share)
     n_known = links - n_new
-    next_new = first + SEEDS
+    targets = np.zeros(pages * links + 1, dtype=np.int64)
+    emitted = 0
+    next_new = SEEDS
     html, xml = PageType.HTML, PageType.XML
-    for k in range(first, first + pages):
-        new = [url(j) for j in range(next_new, next_new + n_new)]
-        known = [url(int(j)) for j in rng.integers(first, next_new, size=n_known)]
-        next_new += n_new
-        kids = tuple(x for pair in zip(new, known) for x in pair) + tuple(
-            new[len(known):] + known[len(new):])
-        yield FetchRecord(
-            url=url(k), fetched_at=T0 + k * 0.01, page_type=xml if k % 10 == 0 else html,
-            http_status=200, signature=k.to_bytes(16, "little"), children=kids,
-            enqueue=tuple((u, 2) for u in new), content_type="text/html", size=20_000 + k % 997)
+    block = 4096
+    for start in range(0, pages, block):
+        coins = rng.random((block, n_known)).tolist()
+        picks = rng.random((block, n_known)).tolist()
+        for k in range(start, min(start + block, pages)):
+            new_ids = list(range(next_new, next_new + n_new))
+            next_new += n_new
+            known_ids = [int(targets[int(f * emitted)]) if c < copy_share and emitted
+                         else int(f * (next_new - n_new)) for c, f in
+                         zip(coins[k - start], picks[k - start])]
+            child_ids = [x for pair in zip(new_ids, known_ids) for x in pair]
+            child_ids += new_ids[len(known_ids):] + known_ids[len(new_ids):]
+            targets[emitted:emitted + len(child_ids)] = child_ids
+            emitted += len(child_ids)
+            new = [url(j) for j in new_ids]
+            yield FetchRecord(
+                url=url(k), fetched_at=T0 + k * 0.01, page_type=xml if k % 10 == 0 else html,
+                http_status=200, signature=k.to_bytes(16, "little"),
+                children=tuple(map(url, child_ids)), enqueue=tuple((u, 2) for u in new),
+                content_type="text/html", size=20_000 + k % 997)
 
 
 def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int,
-           label: str, max_batch_size: int | None = None) -> dict:
+           label: str, max_batch_size: int | None = None, copy_share: float = 0.8) -> dict:
     with MetadataStore.open(path) as store:
         writer = store.writer(batch_size=batch_size, max_batch_size=max_batch_size)
         started = time.perf_counter()
@@ -71,7 +91,8 @@ def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int
             writer.submit(Enqueue(url(k), 1, enqueued_at=T0))
         marks: list[tuple[int, float]] = [(0, started)]
         step = max(pages // 10, 1)
-        for i, rec in enumerate(records(pages, links, new_share, seed=1), 1):
+        for i, rec in enumerate(records(pages, links, new_share, seed=1,
+                                              copy_share=copy_share), 1):
             writer.submit(rec)
             if i % step == 0:
                 marks.append((i, time.perf_counter()))
@@ -138,6 +159,9 @@ def main() -> None:
     ap.add_argument("--links", type=int, default=10)
     ap.add_argument("--new-share", type=float, default=0.5,
                     help="share of each page's children that are brand-new URLs")
+    ap.add_argument("--copy-share", type=float, default=0.8,
+                    help="share of known children copied from earlier links (power-law "
+                         "in-degree); the rest are uniform; 0 = no locality at all")
     ap.add_argument("--batch-size", type=int, default=2000)
     ap.add_argument("--max-batch-size", type=int, default=None)
     ap.add_argument("--peer-pages", type=int, default=5000,
@@ -149,11 +173,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="xyro-bench-") as tmp:
         main_db, peer_db = Path(tmp) / "ingest.db", Path(tmp) / "peer.db"
         ours = ingest(main_db, pages, args.links, args.new_share, args.batch_size, "writer",
-                      args.max_batch_size)
+                      args.max_batch_size, args.copy_share)
         ours.update(export(main_db, pages * args.links))
         ours["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                                     1)
-        peer = ingest(peer_db, peer_pages, args.links, args.new_share, 1, "per-fetch txn")
+        peer = ingest(peer_db, peer_pages, args.links, args.new_share, 1, "per-fetch txn",
+                      None, args.copy_share)
     out = {
         "benchmark": "metadata_ingest",
         "xyro_batched_writer": ours,
@@ -166,6 +191,7 @@ def main() -> None:
                                 and ours["export_csr_seconds"] <= 5.0
                                 and ours["peak_rss_mb"] <= 2048)},
         "params": {"links_per_page": args.links, "new_share": args.new_share,
+                   "copy_share": args.copy_share,
                    "batch_size": args.batch_size, "quick": args.quick},
         "machine": machine(),
     }
