@@ -366,6 +366,17 @@ def config_show(ctx: click.Context) -> None:
     click.echo(_app(ctx).config.dump_yaml(), nl=False)
 
 
+def _register_modules() -> None:
+    """Commands that live in their own modules (one idea per module)."""
+    from xyro import cli_documents, cli_plan
+
+    cli_plan.register(cli)
+    cli_documents.register(cli)
+
+
+_register_modules()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=argv, prog_name="xyro")

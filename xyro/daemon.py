@@ -2,7 +2,8 @@
 
 The crawl engine runs in the main thread and never stops on an empty frontier (the periodic
 jobs and SIGHUP may add work). APScheduler 3 (a BackgroundScheduler in UTC, coalescing,
-one instance per job) runs the ranking job every ``ranking.schedule_s`` and a status job
+one instance per job) runs the refresh planner once per time unit (its due folder goes
+into the live frontier), the ranking job every ``ranking.schedule_s``, and a status job
 that publishes the crawl counters to the database (``xyro status``) and to systemd
 (``STATUS=``). Schedules run on the wall clock; with an accelerated clock their intervals
 are divided by its speed so that they keep their place on the simulated time line.
@@ -29,6 +30,7 @@ from xyro.config import XyroConfig
 from xyro.crawl_run import SEED_PRIORITY, restore_frontier
 from xyro.errors import XyroError
 from xyro.logs import setup_logging
+from xyro.plan_job import PlannerSettings, RefreshPlanner
 from xyro.rank_run import rank_store
 from xyro.sdnotify import Notifier
 from xyro.urls import canonicalize
@@ -95,6 +97,9 @@ class Daemon:
             "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
         scheduler.add_job(self._rank_job, "interval", id="rank",
                           seconds=max(1.0, self.app.config.ranking.schedule_s / scale))
+        scheduler.add_job(self._plan_job, id="plan-now")  # no trigger: once, at start
+        scheduler.add_job(self._plan_job, "interval", id="plan",
+                          seconds=max(1.0, self.app.config.refresh.time_unit_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
         scheduler.add_job(self._reload_job, "interval", id="reload", seconds=1.0)
         return scheduler
@@ -116,6 +121,28 @@ class Daemon:
             log.warning("ranking skipped: %s", exc)
         except Exception:  # a job failure must not stop the crawl
             log.exception("ranking failed")
+
+    def _plan_job(self) -> None:
+        """Each time unit: estimate rates, re-file pages, and queue the due folder (§6)."""
+        assert self._store is not None and self._parts is not None
+        conn = self._store.read_connection()
+        try:
+            planner = RefreshPlanner(conn, self._parts.writer.submit, self.app.clock,
+                                     PlannerSettings.from_config(self.app.config.refresh))
+            due = planner.run_unit()
+        except (XyroError, ValueError) as exc:
+            log.warning("refresh planning skipped: %s", exc)
+            return
+        except Exception:  # a job failure must not stop the crawl
+            log.exception("refresh planning failed")
+            return
+        finally:
+            conn.close()
+        frontier, submit = self._parts.crawler.frontier, self._parts.writer.submit
+        for url, priority in due:
+            frontier.push(url, priority)
+            submit(Enqueue(url, priority))
+        log.info("refresh unit planned: %d pages queued", len(due))
 
     def _status_job(self) -> None:
         self._publish(final=False)
