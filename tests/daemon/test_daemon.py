@@ -31,14 +31,17 @@ def _config(path: Path, seeds: list[str], db: Path) -> None:
         f"storage: {{database: '{db}', warehouse_dir: '{db.parent / 'w'}'}}\n")
 
 
-def _receive(sock: socket.socket, until: float) -> list[str]:
-    messages = []
+def _receive(sock: socket.socket, until: float, want: str | None = None) -> list[str]:
+    """Datagrams until ``until`` (monotonic), or until one containing ``want`` arrived."""
+    messages: list[str] = []
     sock.settimeout(0.1)
     while time.monotonic() < until:
         try:
             messages.append(sock.recv(4096).decode())
         except TimeoutError:
             continue
+        if want is not None and want in messages[-1]:
+            break
     return messages
 
 
@@ -54,11 +57,13 @@ def test_daemon_notifies_reloads_ranks_and_stops_cleanly(tmp_path: Path) -> None
                                 env={"NOTIFY_SOCKET": str(notify_path), "PATH": "/usr/bin:/bin"},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            first = _receive(sock, time.monotonic() + 4.0)
+            first = _receive(sock, time.monotonic() + 60.0, want="READY=1")
             assert any("READY=1" in m for m in first), first
+            first += _receive(sock, time.monotonic() + 3.0)
             _config(config, web.seeds, db)  # the operator adds seeds, then reloads
             proc.send_signal(signal.SIGHUP)
-            later = _receive(sock, time.monotonic() + 4.0)
+            later = _receive(sock, time.monotonic() + 60.0, want="RELOADING=1")
+            later += _receive(sock, time.monotonic() + 3.0)
             proc.send_signal(signal.SIGTERM)
             _out, err = proc.communicate(timeout=30)
         finally:
