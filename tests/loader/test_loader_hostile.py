@@ -158,3 +158,4 @@ def test_public_id_only_never_reaches_the_system_catalog() -> None:
     res = load_document(body, DOC, EntityCache())
     assert res.status is LoadStatus.PENDING
     assert res.needs == ("http://www.oasis-open.org/docbook/xml/4.5/docbookx.dtd",)
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from lxml import etree
@@ -18,7 +19,7 @@ from lxml import etree
 from xyro.loader.cache import EntityCache
 from xyro.loader.canonical import canonical_form
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
-from xyro.loader.parser import safe_parser
+from xyro.loader.parser import EXTERNAL_LOADS, may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
 from xyro.loader.settings import LoaderSettings
 from xyro.urls import canonicalize
@@ -77,8 +78,10 @@ def load_document(body: bytes, url: str, cache: EntityCache,
         return LoadResult.error(LoadError.TOO_LARGE, (
             f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
             f"({settings.max_document_bytes}); not loaded"))
+    guard = EXTERNAL_LOADS if may_load_externals(body) else nullcontext()
     resolver = CacheResolver(cache, settings.max_url_length)
-    tree, problem = _parse(body, url, resolver, validate=False)
+    with guard:
+        tree, problem = _parse(body, url, resolver, validate=False)
     blocked = _blocked(url, resolver)
     if blocked is not None:
         return blocked
@@ -96,7 +99,8 @@ def load_document(body: bytes, url: str, cache: EntityCache,
     has_dtd = dtd_url is not None or docinfo.internalDTD is not None
     valid, validation_error = None, None
     if has_dtd and settings.validate:
-        valid, validation_error = _validate(body, url, tree, cache, settings)
+        with guard:
+            valid, validation_error = _validate(body, url, tree, cache, settings)
     return LoadResult(
         LoadStatus.LOADED,
         signature=hashlib.md5(canonical, usedforsecurity=False).digest() if signatures else None,

@@ -16,13 +16,39 @@
   them), ``compact=True`` and ``collect_ids=False`` for speed.
 
 lxml parsers are not thread-safe: build one per load (cheap next to parsing).
+
+One process-wide lock, :data:`EXTERNAL_LOADS`, serializes every parse that may load
+external DTDs/entities (documents with a DOCTYPE). Measured here (lxml 6.1, libxml2 2.14):
+with several threads parsing DocBook documents at once, libxml2 sometimes hands a nested
+entity load to its DEFAULT loader instead of lxml's per-parser resolver ("Attempt to load
+network entity"), i.e. our resolver is bypassed — the default loader would read ``file:``
+URLs and consult /etc/xml/catalog. The hazard is process-global (libxml2's loader hook),
+hence a module-level lock, the one exception to "no globals". Documents without a DOCTYPE
+cannot reference any external entity and parse in parallel.
 """
 
 from __future__ import annotations
 
+import threading
+
 from lxml import etree
 
 from xyro.loader.resolver import CacheResolver
+
+
+#: Held around every parse/validation that may resolve external entities (see above).
+EXTERNAL_LOADS = threading.Lock()
+
+
+def may_load_externals(body: bytes) -> bool:
+    """False only when ``body`` certainly has no DOCTYPE (ASCII-compatible, no "<!DOCTYPE").
+
+    UTF-16/32 bodies (a BOM or NUL bytes up front) are assumed to have one.
+    """
+    head = body[:4]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        return True
+    return b"<!DOCTYPE" in body
 
 
 def safe_parser(resolver: CacheResolver, *, validate: bool = False) -> etree.XMLParser:
