@@ -41,6 +41,11 @@ log = logging.getLogger("xyro.crawler")
 #: robots.txt fetch failures that mean the host cannot be reached at all.
 UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, ErrorKind.ADDRESS})
 
+#: Page fetch failures that back the host off (the host looks overloaded or unreachable).
+#: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
+#: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
+HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS})
+
 #: (etag, last_modified, known type) of a URL already fetched, for conditional GET.
 Validators = tuple[str | None, float | None, PageType | None]
 
@@ -331,7 +336,7 @@ class Crawler:
         if self._given_back(item, result) or self._retry_later(item, result, now):
             return
         self.frontier.done(item, result.retry_after_s,
-                           error=result.error_kind not in (None, ErrorKind.HTTP_STATUS), now=now,
+                           error=result.error_kind in HOST_FAILURES, now=now,
                            started_at=result.started_at)
         if self.loader is not None and self.loader.wanted(item.url):
             outcome = self._need_done(item, result, outcome)

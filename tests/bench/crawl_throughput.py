@@ -1,0 +1,236 @@
+"""Crawl throughput: Xyro against Scrapy over the same synthetic web (issue 3, benchmark bar).
+
+    .venv/bin/python tests/bench/crawl_throughput.py [--quick] [--hosts 50] [--pages 20000]
+        [--budget N] [--workers 64] [--profile FILE]
+
+One synthetic web (``python -m xyro.synthweb``, no hostile pages, no Crawl-delay lines) is
+served by a child process; then, one after the other and each in its own child process with
+fresh state, the two crawlers crawl it from the web's seeds (the home page of every host)
+until the same page budget:
+
+* ``xyro``: ``run_crawl`` on a fresh SQLite store (metadata writes on), politeness delay 0,
+  robots.txt obeyed, one request in flight per host, ``--workers`` fetch threads;
+* ``scrapy``: tests/bench/scrapy_peer.py, a CrawlSpider whose LinkExtractors look at the
+  same tags as Xyro (a, area, frame, iframe, link rel=alternate), ``ROBOTSTXT_OBEY``,
+  ``CONCURRENT_REQUESTS_PER_DOMAIN=1``, no delay, no AutoThrottle, no cache.
+
+Each crawler measures itself (``getrusage(RUSAGE_SELF)``: user+sys CPU of the crawl,
+``ru_maxrss``) so the web server's CPU is never counted. Wall time runs from the crawl's
+start to the page budget. Pages = page fetches answered by the web (robots.txt excluded);
+``ok_pages`` = those that became HTML/XML records. Prints ONE JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SCRAPY_PEER = HERE / "scrapy_peer.py"
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": model, "cores": os.cpu_count(), "ram_gb": round(ram / 2**30, 1),
+            "python": platform.python_version()}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# -- the web -------------------------------------------------------------------------------
+
+class WebProcess:
+    """``python -m xyro.synthweb`` in a child process; its seeds are read from its stdout."""
+
+    def __init__(self, hosts: int, pages: int, seed: int) -> None:
+        cmd = [sys.executable, "-m", "xyro.synthweb", "--hosts", str(hosts), "--pages",
+               str(pages), "--seed", str(seed), "--no-hostile", "--no-crawl-delay"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
+        assert self.proc.stdout is not None
+        self.seeds = [self.proc.stdout.readline().strip() for _ in range(hosts)]
+        if not all(s.startswith("http://") for s in self.seeds):
+            self.close()
+            raise RuntimeError(f"synthetic web did not print {hosts} seed URLs: {self.seeds[:3]}")
+
+    def cpu_s(self) -> float:
+        """User+sys CPU seconds the web process used so far (from /proc, Linux)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- the Xyro child ------------------------------------------------------------------------
+
+def xyro_child(seeds_file: Path, state_dir: Path, budget: int, workers: int,
+               extra: list[str]) -> dict[str, Any]:
+    """Crawl the web with Xyro in this process; returns the measured figures."""
+    from xyro.app import App
+    from xyro.clock import WallClock
+    from xyro.config import load_config
+    from xyro.crawl_run import run_crawl
+
+    seeds = seeds_file.read_text().split()
+    overrides = [
+        f"seeds={json.dumps(seeds)}",
+        "scope.allow_private_addresses=true",
+        "crawler.politeness.delay_s=0",
+        f"crawler.workers={workers}",
+        f"storage.database={state_dir / 'xyro.db'}",
+        f"storage.warehouse_dir={state_dir / 'warehouse'}",
+        *extra,
+    ]
+    app = App(load_config(None, {}, overrides), WallClock())
+    with app.open_store(create=True):
+        pass
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    summary = run_crawl(app, max_pages=budget)
+    seconds = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    stats = summary.stats
+    by_type = stats.get("by_type", {})
+    errors = stats.get("errors_by_kind", {})
+    refused_robots = errors.get("robots", 0)
+    pages = stats["pages"] - refused_robots  # records of URLs robots.txt forbade: no fetch
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    out = {
+        "pages": pages, "ok_pages": by_type.get("html", 0) + by_type.get("xml", 0)
+        + by_type.get("dtd", 0),
+        "html_pages": by_type.get("html", 0), "xml_pages": by_type.get("xml", 0),
+        "robots_fetches": stats.get("robots_fetches", 0),
+        "errors_by_kind": {k: v for k, v in errors.items() if k != "robots"},
+        "disallowed_not_fetched": refused_robots,
+        "seconds": round(seconds, 3), "pages_per_s": round(pages / seconds, 1),
+        "cpu_s": round(cpu, 3), "cpu_ms_per_page": round(1000 * cpu / max(pages, 1), 3),
+        "peak_rss_mb": round(ru1.ru_maxrss / 1024, 1),
+        "workers": workers, "stop_reason": summary.stop_reason,
+    }
+    return out
+
+
+# -- the parent ----------------------------------------------------------------------------
+
+def run_child(cmd: list[str], name: str) -> dict[str, Any]:
+    log(f"{name}: {' '.join(cmd[1:])}")
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1800)
+    if run.returncode != 0:
+        raise RuntimeError(f"{name} child failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
+    lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"{name} child printed no JSON line:\n{run.stdout[-2000:]}\n"
+                           f"{run.stderr[-2000:]}")
+    result = json.loads(lines[-1])
+    log(f"{name}: {result['pages']} pages in {result['seconds']} s = {result['pages_per_s']} "
+        f"pages/s, {result['cpu_ms_per_page']} ms CPU/page, {result['peak_rss_mb']} MB peak")
+    return result
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small smoke run (8 hosts, 600 pages)")
+    p.add_argument("--hosts", type=int, default=None, help="web hosts (default 50)")
+    p.add_argument("--pages", type=int, default=None, help="web pages (default 20000)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="pages each crawler fetches (default: 15000, quick 300)")
+    p.add_argument("--workers", type=int, default=64, help="Xyro fetch threads (default 64)")
+    p.add_argument("--scrapy-concurrency", type=int, default=64)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--only", choices=("xyro", "scrapy"), help="run one crawler only")
+    p.add_argument("--profile", type=Path,
+                   help="run the Xyro child under py-spy (installed by hand, not a project "
+                        "dependency) and write its raw (collapsed) stacks here")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Xyro config override (repeatable), e.g. crawler.workers=16")
+    p.add_argument("--child", choices=("xyro",), help=argparse.SUPPRESS)
+    p.add_argument("--seeds-file", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--state-dir", type=Path, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    hosts = args.hosts or (8 if args.quick else 50)
+    pages = args.pages or (600 if args.quick else 20_000)
+    budget = args.budget or (300 if args.quick else 15_000)
+    if args.child == "xyro":
+        print(json.dumps(xyro_child(args.seeds_file, args.state_dir, budget, args.workers,
+                                    args.set)))
+        return 0
+    log(f"serving a synthetic web of {hosts} hosts, {pages} pages (seed {args.seed})")
+    web = WebProcess(hosts, pages, args.seed)
+    report: dict[str, Any] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="xyro-crawlbench-") as tmp:
+            seeds_file = Path(tmp) / "seeds.txt"
+            seeds_file.write_text("\n".join(web.seeds) + "\n")
+            for name in ("xyro", "scrapy"):
+                if args.only and args.only != name:
+                    continue
+                state = Path(tmp) / name
+                state.mkdir()
+                if name == "xyro":
+                    cmd = [sys.executable, __file__, "--child", "xyro", "--seeds-file",
+                           str(seeds_file), "--state-dir", str(state), "--budget", str(budget),
+                           "--workers", str(args.workers)]
+                    cmd += [f"--set={kv}" for kv in args.set]
+                    if args.profile:
+                        cmd = [str(Path(sys.executable).parent / "py-spy"), "record",
+                               "--format", "raw", "--rate", "250", "--gil",
+                               "--threads", "-o", str(args.profile), "--", *cmd]
+                else:
+                    cmd = [sys.executable, str(SCRAPY_PEER), "--seeds-file", str(seeds_file),
+                           "--budget", str(budget), "--concurrency",
+                           str(args.scrapy_concurrency), "--state-dir", str(state)]
+                web_cpu0 = web.cpu_s()
+                report[name] = run_child(cmd, name)
+                web_cpu = web.cpu_s() - web_cpu0
+                report[name]["web_server_cpu_ms_per_page"] = round(
+                    1000 * web_cpu / max(report[name]["pages"], 1), 3)
+    finally:
+        web.close()
+    if "xyro" in report and "scrapy" in report:
+        x, s = report["xyro"], report["scrapy"]
+        x["ratio_pages_per_s_vs_scrapy"] = round(x["pages_per_s"] / s["pages_per_s"], 3)
+        x["ratio_cpu_per_page_vs_scrapy"] = round(x["cpu_ms_per_page"] / s["cpu_ms_per_page"], 3)
+    report["setup"] = {
+        "web_hosts": hosts, "web_pages": pages, "web_seed": args.seed, "page_budget": budget,
+        "hostile_pages": False, "crawl_delay_lines": False, "politeness_delay_s": 0.0,
+        "one_request_per_host": True, "robots_obeyed": True, "metadata_writes": True,
+        "xyro_workers": args.workers, "xyro_overrides": args.set, "scrapy_concurrent_requests": args.scrapy_concurrency,
+        "web_server": "python -m xyro.synthweb, separate process (threaded http.server)",
+        "target": {"xyro_pages_per_s": 400, "ratio_vs_scrapy": 2.0},
+    }
+    report["machine"] = machine()
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
