@@ -97,9 +97,13 @@ class RowBlocks:
 
     def matvec(self, block: int, vector: np.ndarray, out: np.ndarray) -> np.ndarray:
         """P[block rows] @ vector into ``out[:rows]`` (returned view)."""
-        ptr = self._ptrs[block]
-        y = out[:len(ptr) - 1]
+        y = out[:len(self._ptrs[block]) - 1]
         y.fill(0.0)
+        return self.matvec_add(block, vector, y)
+
+    def matvec_add(self, block: int, vector: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """y += P[block rows] @ vector (``y`` has the block's row count)."""
+        ptr = self._ptrs[block]
         sparsetools.csr_matvec(len(ptr) - 1, self.n_cols, ptr, self._idx[block], self.ones,
                                vector, y)
         return y
@@ -142,37 +146,63 @@ class Fixpoint:
 
 def solve_fixpoint(blocks: RowBlocks, fixpoint: Fixpoint, x0: np.ndarray,
                    params: SolverParams, progress: ProgressFn | None = None) -> RankResult:
-    """Sweep until the residual < ``params.tol``; raises ConvergenceError after max_iter."""
+    """Sweep until the residual < ``params.tol``; raises ConvergenceError after max_iter.
+
+    Per block: y starts as the teleport term and ``csr_matvec`` adds P·p onto it, with
+    p = c·s_in·x kept beside x, so a row needs no separate scaling passes (direct ranking);
+    the dangling mass moves by (y − old)·d, read off the difference the residual needs."""
     started = time.perf_counter()
     c = params.damping
     x = np.array(x0, dtype=np.float64)
     if fixpoint.dangling is not None:
         x /= x.sum()
-    p = x if fixpoint.in_scale is None else x * fixpoint.in_scale
+    col_scale = None if fixpoint.in_scale is None else c * fixpoint.in_scale
+    row_scale = None if fixpoint.out_scale is None else c * fixpoint.out_scale
+    # per block, the local rows without out-links (index sums, not BLAS dot products:
+    # multi-threaded BLAS on short vectors stalls on a loaded machine)
+    dmask = None if fixpoint.dangling is None else [
+        np.flatnonzero(fixpoint.dangling[blocks.starts[b]:blocks.starts[b + 1]])
+        for b in range(len(blocks))]
+    if col_scale is not None:
+        p = x * col_scale
+    else:
+        p = x if row_scale is not None else x * c
     x_next = None if params.gauss_seidel else np.empty_like(x)
     y_buf = np.empty(blocks.max_rows)
     d_buf = np.empty(blocks.max_rows)
     rho, residuals = 1.0, []
     delta = fixpoint.dangling_mass(x, 0, len(x))
     for iteration in range(1, params.max_iter + 1):
-        diff = total = 0.0
-        delta_next = 0.0
+        diff = total = delta_next = 0.0
         for b in range(len(blocks)):
             r0, r1 = int(blocks.starts[b]), int(blocks.starts[b + 1])
-            y = blocks.matvec(b, p, y_buf)
-            fixpoint.apply(y, r0, r1, c, rho, 1.0 + c * delta / (1.0 - c))
+            y = y_buf[:r1 - r0]
+            _start_rows(y, fixpoint.teleport, r0, r1, 1.0 + c * delta / (1.0 - c),
+                        row_scale is None)
+            blocks.matvec_add(b, p, y)
+            if row_scale is not None:  # interest: y = c/OutDeg(i)·Σ x_j + (1 − c)·E′
+                y *= row_scale[r0:r1]
+                y += (fixpoint.teleport if isinstance(fixpoint.teleport, float)
+                      else fixpoint.teleport[r0:r1])
+            if rho != 1.0:
+                y *= rho
             old = x[r0:r1]
-            diff += float(np.abs(np.subtract(y, old, out=d_buf[:r1 - r0])).sum())
+            d = np.subtract(y, old, out=d_buf[:r1 - r0])
+            if dmask is not None:
+                if x_next is None:  # Gauss-Seidel: the next blocks see the new δ
+                    delta += float(d.take(dmask[b]).sum())
+                else:
+                    delta_next += float(y.take(dmask[b]).sum())
+            diff += float(np.abs(d, out=d).sum())
             total += float(y.sum())
             if x_next is not None:
                 x_next[r0:r1] = y
-                delta_next += fixpoint.dangling_mass(y, r0, r1)
                 continue
-            if fixpoint.dangling is not None:  # Gauss-Seidel: keep δ fresh
-                delta += fixpoint.dangling_mass(y, r0, r1) - fixpoint.dangling_mass(old, r0, r1)
             old[...] = y
-            if p is not x:
-                np.multiply(y, fixpoint.in_scale[r0:r1], out=p[r0:r1])
+            if col_scale is not None:
+                np.multiply(y, col_scale[r0:r1], out=p[r0:r1])
+            elif p is not x:
+                np.multiply(y, c, out=p[r0:r1])
         if total <= 0.0 or not math.isfinite(total):
             raise ValueError(f"{fixpoint.name}: the iterate vanished (sum {total}); "
                              "the personalization vector must have positive mass")
@@ -183,15 +213,17 @@ def solve_fixpoint(blocks: RowBlocks, fixpoint: Fixpoint, x0: np.ndarray,
             else:
                 residual = diff / total
             x, x_next = x_next, x
-            p = x if fixpoint.in_scale is None else np.multiply(x, fixpoint.in_scale, out=p)
+            if col_scale is not None:
+                np.multiply(x, col_scale, out=p)
+            else:
+                p = x * c if row_scale is None else x
             delta = delta_next / total
         else:
             residual = diff / total
             if fixpoint.normalize:
                 x /= total
-                if p is not x:
-                    p /= total
-                if fixpoint.dangling is None:
+                p /= total
+                if dmask is None:
                     rho /= total
                 delta /= total
         residuals.append(residual)
@@ -203,3 +235,14 @@ def solve_fixpoint(blocks: RowBlocks, fixpoint: Fixpoint, x0: np.ndarray,
                               time.perf_counter() - started, method)
     raise ConvergenceError(fixpoint.name, params.max_iter, residuals[-1], params.tol,
                            tuple(residuals))
+
+
+def _start_rows(y: np.ndarray, teleport: np.ndarray | float, r0: int, r1: int, boost: float,
+                with_teleport: bool) -> None:
+    """y ← boost·(1−c)·E on rows [r0, r1) (the term csr_matvec adds onto), or 0."""
+    if not with_teleport:
+        y.fill(0.0)
+    elif isinstance(teleport, float):
+        y.fill(teleport * boost)
+    else:
+        np.multiply(teleport[r0:r1], boost, out=y)
