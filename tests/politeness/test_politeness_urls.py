@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xyro.clock import ManualClock
-from xyro.urls import Scope, TrapGuard, canonicalize, host_key, robots_origin, robots_url, url_keys
+from xyro.urls import (Scope, TrapGuard, _already_canonical, _canonicalize_w3lib, canonicalize,
+                       host_key, robots_origin, robots_url, url_keys)
 
 T0 = 1_700_000_000.0  # the start of the conftest clock
 
@@ -72,6 +73,32 @@ def test_canonicalize_never_raises_and_is_idempotent(raw: str, base: str) -> Non
     if canon is not None:
         assert canonicalize(canon) == canon
         assert canon.startswith(("http://", "https://"))
+
+
+_LABELS = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
+_NEAR_PLAIN = st.builds(
+    lambda scheme, labels, port, segments: (
+        f"{scheme}://{'.'.join(labels)}{port}" + "".join("/" + s for s in segments)),
+    st.sampled_from(["http", "https", "HTTP", "ftp"]),
+    st.lists(_LABELS | st.sampled_from(["-a", "A", "xn--bcher-kva", "0"]), min_size=1, max_size=4),
+    st.sampled_from(["", ":80", ":443", ":8080", ":0", ":080", ":65535", ":65536", ":99999"]),
+    st.lists(st.text(alphabet="abcXYZ019._~-%/?#:;=&+ä ", max_size=8), max_size=5))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_NEAR_PLAIN)
+def test_fast_path_agrees_with_w3lib(url: str) -> None:
+    """URLs taken as already canonical come out of the general (w3lib) path unchanged."""
+    plain = _already_canonical(url)
+    if plain is not None:
+        assert plain == _canonicalize_w3lib(url, 10_000)
+
+
+@pytest.mark.parametrize("url", [
+    "http://example.com/a/b.html", "https://x.y:8443/~u/a-b_c.xml", "http://127.0.0.1:8001/p",
+    "http://h.org"])
+def test_fast_path_takes_plain_urls(url: str) -> None:
+    assert _already_canonical(url) is not None
 
 
 def test_host_key_and_robots_origin() -> None:
