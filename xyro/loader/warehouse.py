@@ -62,10 +62,14 @@ class Warehouse:
         path = self.root / key
         if path.exists():
             return key
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{_TMP}{uuid.uuid4().hex}")
         try:
-            with open(tmp, "wb") as f:
+            try:
+                f = open(tmp, "wb")
+            except FileNotFoundError:  # first blob of its folder (mkdir only then: it is hot)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                f = open(tmp, "wb")
+            with f:
                 f.write(zlib.compress(body, self.level))
                 f.flush()
                 if self.durable:
