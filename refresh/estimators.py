@@ -32,6 +32,16 @@ add *half an observation of the kind never seen*.
   then hands over to the MLE.
 
 Both are flagged by their ``source`` and carry no standard error (they are bounds, not fits).
+
+Bias reduction (``bias_reduced=True``, what the planner uses). The MLE is biased upward
+when few no-change intervals bound the rate from above (λ·interval ≳ 2): measured by
+``tests/bench/change_rates.py`` at 50 reads with exponential access intervals, +10.4 % at
+λτ = 5. The V = 0 rule above, applied always, removes most of it: add half a no-change
+interval of the shortest change interval, v_eff = Σv + min(c)/2, then solve eq. 9. This is
+Cho & Garcia-Molina's "+0.5" idea for irregular accesses; it changes little where
+no-change time dominates (Σv ≫ min c, slow pages) and makes the estimate continuous at
+V = 0 (the same equation with V = 0). Measured: max |bias| 8.0 % at 50 reads over the
+benchmark's whole grid (10.4 % for the plain MLE), and 18 % instead of 34 % at 20 reads.
 """
 
 from __future__ import annotations
@@ -111,8 +121,10 @@ def _check_resolution(resolution: float) -> None:
         raise ValueError(f"resolution {resolution!r} must be > 0 (inf: no cap)")
 
 
-def signature_rate(obs: ChangeObservations, resolution: float = math.inf) -> RateEstimate:
-    """The MLE of eq. 9, with the documented answers for C = 0 and V = 0 (module doc).
+def signature_rate(obs: ChangeObservations, resolution: float = math.inf, *,
+                   bias_reduced: bool = False) -> RateEstimate:
+    """The MLE of eq. 9, with the documented answers for C = 0 and V = 0 (module doc);
+    ``bias_reduced`` adds half a no-change interval of the shortest change interval.
 
     Raises ValueError when there is no interval at all (one access tells nothing about a
     rate: use a prior, see :func:`refresh.rate_choice.estimate_rate`).
@@ -129,7 +141,8 @@ def signature_rate(obs: ChangeObservations, resolution: float = math.inf) -> Rat
         rate = max(_solve_score_root(c, 0.5 * float(c.min())),
                    math.log(2 * n_c + 1) / resolution)
         return RateEstimate(rate, RateSource.ALWAYS_CHANGED, None, n, n_c)
-    rate = _solve_score_root(c, obs.unchanged_time)
+    v_sum = obs.unchanged_time + (0.5 * float(c.min()) if bias_reduced else 0.0)
+    rate = _solve_score_root(c, v_sum)
     return RateEstimate(rate, RateSource.SIGNATURE_MLE, fisher_stderr(c, rate), n, n_c)
 
 
@@ -151,8 +164,8 @@ def log_likelihood(obs: ChangeObservations, x: ArrayLike) -> NDArray[np.float64]
 
 
 def signature_rates(intervals: ArrayLike, changed: ArrayLike, page: ArrayLike,
-                    n_pages: int, prior: float,
-                    resolution: float = math.inf) -> NDArray[np.float64]:
+                    n_pages: int, prior: float, resolution: float = math.inf, *,
+                    bias_reduced: bool = False) -> NDArray[np.float64]:
     """Vectorised :func:`signature_rate` for many pages at once (same answers, same rules).
 
     ``intervals``/``changed``/``page`` are parallel flat arrays: interval k belongs to page
@@ -182,7 +195,7 @@ def signature_rates(intervals: ArrayLike, changed: ArrayLike, page: ArrayLike,
     rates[never] = 0.5 / v_sum[never]
     solve = n_c > 0
     always = solve & (n_c == count)
-    v_eff = np.where(always, 0.5 * c_min, v_sum)
+    v_eff = np.where(always, 0.5 * c_min, v_sum + 0.5 * c_min if bias_reduced else v_sum)
     idx = np.flatnonzero(solve)
     if idx.size:
         lo = np.log(n_c[idx] / (v_eff[idx] + 0.5 * c_sum[idx]))

@@ -1,5 +1,6 @@
 """Which estimator to use for one page (003 §6.1): Last-Modified when the server's dates
-are reliable (per page and per host), else the MD5-signature MLE, else the prior."""
+are reliable (per page and per host), else the MD5-signature MLE (bias-reduced, see
+:mod:`refresh.estimators`), else the prior."""
 
 from __future__ import annotations
 
@@ -36,4 +37,4 @@ def estimate_rate(history: AccessHistory, prior: float, host_reliable: bool = Tr
                             est.n_intervals, est.n_changes)
     if history.access_times.size < 2:
         return RateEstimate(float(prior), RateSource.PRIOR, None, 0, 0)
-    return signature_rate(history.change_observations(), resolution)
+    return signature_rate(history.change_observations(), resolution, bias_reduced=True)

@@ -13,10 +13,12 @@ many pages:
 * ``median_signed_rel_error``: median of (λ̂ − λ) / λ (robust to the heavy right tail)
 
 Estimators: the MLE of eq. 9 with the documented C = 0 / V = 0 answers
-(``refresh.signature_rates``), the naive X/T, Cho & Garcia-Molina's bias-reduced estimator
+(``refresh.signature_rates``), the same with the planner's bias reduction
+(``bias_reduced=True``: half a no-change interval added, see refresh/estimators.py), the naive X/T, Cho & Garcia-Molina's bias-reduced estimator
 (2003; regular-interval formula with I = mean interval), the Last-Modified MLE
 (``refresh.last_modified_rate``) and eq. 10 as printed (``paper_eq10=True``).
-Target: |MLE bias| ≤ 10 % over the whole grid at 50 reads.
+Target: |MLE bias| ≤ 10 % over the whole grid at 50 reads; judged for the plain MLE and for
+the bias-reduced MLE the planner uses (``target.plain_mle`` / ``target.bias_reduced_mle``).
 
 Run: ``.venv/bin/python tests/bench/change_rates.py [--quick]``; prints one JSON line.
 """
@@ -103,9 +105,12 @@ def run_cell(rng: np.random.Generator, x: float, pattern: str, reads: int,
     tau, changed, trunc_age, first_age = simulate(rng, rate, pattern, pages, reads)
     page = np.repeat(np.arange(pages), reads - 1)
     mle = signature_rates(tau.ravel(), changed.ravel(), page, pages, prior=1.0)
+    reduced = signature_rates(tau.ravel(), changed.ravel(), page, pages, prior=1.0,
+                              bias_reduced=True)
     obs = [ChangeObservations(tau[p], changed[p]) for p in range(pages)]
     return {
         "mle": summarise(mle, rate),
+        "mle_bias_reduced": summarise(reduced, rate),
         "naive": summarise(np.array([naive_rate(o) for o in obs]), rate),
         "cho_bias_reduced": summarise(np.array([cho_bias_reduced_rate(o) for o in obs]), rate),
         "last_modified": summarise(
@@ -142,16 +147,21 @@ def main() -> None:
                 abs(r["bias"]) - 2 * r["bias_stderr"] for r in rows), 4)
             systems[name][f"worst_median_abs_rel_error_{reads}_reads"] = max(
                 r["median_abs_rel_error"] for r in rows)
-    mle_bias = systems["mle"]["max_abs_bias_50_reads"]
+    def target(name: str) -> dict[str, object]:
+        figures = systems[name]
+        return {"max_abs_bias_50_reads": figures["max_abs_bias_50_reads"],
+                "met": bool(figures["max_abs_bias_50_reads"] <= 0.10),
+                "met_within_2_stderr": bool(
+                    figures["max_abs_bias_minus_2_stderr_50_reads"] <= 0.10)}
+
     print(json.dumps({
         "benchmark": "change_rates",
         "config": {"pages_per_cell": pages, "grid_lambda_x_mean_interval": GRID,
                    "reads": READS, "access_patterns": PATTERNS,
                    "bias_definition": "mean of (estimate - true) / true"},
         "systems": systems,
-        "target": {"mle_abs_bias_50_reads_max": 0.10, "met": bool(mle_bias <= 0.10),
-                   "met_within_2_stderr": bool(
-                       systems["mle"]["max_abs_bias_minus_2_stderr_50_reads"] <= 0.10)},
+        "target": {"abs_bias_50_reads_max": 0.10, "plain_mle": target("mle"),
+                   "bias_reduced_mle": target("mle_bias_reduced")},
         "cells": cells,
         "seconds": round(time.perf_counter() - started, 2),
         "machine": machine(),

@@ -231,7 +231,7 @@ class OnlineRates:
             slot = np.searchsorted(sig[order], page[mine])
             est = signature_rates(np.concatenate(self._interval)[mine],
                                   np.concatenate(self._changed)[mine], slot, sig.size,
-                                  self.prior, resolution=1.0)
+                                  self.prior, resolution=1.0, bias_reduced=True)
             self.estimate[sig[order]] = est
         self.seen[ids] = True
         self._refresh_prior()

@@ -25,12 +25,13 @@ def run_quick(name: str, *extra: str) -> dict:
 
 def test_change_rates_quick() -> None:
     out = run_quick("change_rates.py", "--pages", "40")
-    assert set(out["systems"]) == {"mle", "naive", "cho_bias_reduced", "last_modified",
-                                   "last_modified_paper_eq10"}
+    assert set(out["systems"]) == {"mle", "mle_bias_reduced", "naive", "cho_bias_reduced",
+                                   "last_modified", "last_modified_paper_eq10"}
     assert {"max_abs_bias_50_reads", "worst_median_abs_rel_error_20_reads"} <= set(out["systems"]["mle"])
     assert len(out["cells"]) == 2 * 2 * 7
-    assert isinstance(out["target"]["met"], bool)
-    assert isinstance(out["target"]["met_within_2_stderr"], bool)
+    for name in ("plain_mle", "bias_reduced_mle"):
+        assert isinstance(out["target"][name]["met"], bool)
+        assert isinstance(out["target"][name]["met_within_2_stderr"], bool)
     assert all(c["estimators"]["mle"]["bias_stderr"] >= 0 for c in out["cells"])
 
 
