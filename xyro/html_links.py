@@ -252,10 +252,10 @@ def document_base(url: str, base_href: str | None) -> str:
 
 def resolve_href(base: str, href: str) -> str:
     """``href`` resolved against ``base``, or "" when it is not a link to follow."""
-    return _Resolver(base).resolve(href)
+    return Resolver(base).resolve(href)
 
 
-class _Resolver:
+class Resolver:
     """RFC 3986 §5.2 reference resolution against one base, several times faster than
     ``urllib.parse.urljoin`` for the common shapes of hrefs (the base is split once per page).
 
@@ -452,7 +452,7 @@ def _resolve(
     """(links, nofollow dropped, skipped, capped): resolution with a per-page cache (index
     pages repeat the same hrefs many times)."""
     page_nofollow = scan.robots.nofollow
-    resolver = _Resolver(base)
+    resolver = Resolver(base)
     resolved: dict[str, str] = {}
     links: list[HtmlLink] = []
     dropped = skipped = 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from xyro.html_links import likely_xml, resolve_href
+from xyro.html_links import Resolver, likely_xml
 from xyro.urls import canonicalize
 
 XLINK = "http://www.w3.org/1999/xlink"
@@ -58,12 +58,16 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     out: list[XmlLink] = []
     root = tree.getroot()
     has_base = root.xpath("boolean(//@xml:base)")
+    resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
 
     def add(href: str | None, kind: str, el: etree._Element | None) -> None:
         if not href:
             return
         base = (el.base or url) if (has_base and el is not None) else url
-        absolute = resolve_href(base, href)
+        resolver = resolvers.get(base)
+        if resolver is None:
+            resolver = resolvers[base] = Resolver(base)
+        absolute = resolver.resolve(href)
         if not absolute:
             return
         canon = canonicalize(absolute, max_length=max_url_length)
