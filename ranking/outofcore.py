@@ -63,7 +63,8 @@ class _Importance:
     def write(self, r0: int, values: np.ndarray) -> None:
         with open(self.path, "r+b") as f:
             f.seek(8 * r0)
-            values.astype("<f8").tofile(f)
+            # no copy when already little-endian float64 (a slice-sized temporary otherwise)
+            np.asarray(values, dtype="<f8").tofile(f)
 
 
 def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverParams, *,
