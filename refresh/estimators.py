@@ -40,8 +40,8 @@ when few no-change intervals bound the rate from above (λ·interval ≳ 2): mea
 interval of the shortest change interval, v_eff = Σv + min(c)/2, then solve eq. 9. This is
 Cho & Garcia-Molina's "+0.5" idea for irregular accesses; it changes little where
 no-change time dominates (Σv ≫ min c, slow pages) and makes the estimate continuous at
-V = 0 (the same equation with V = 0). Measured: max |bias| 8.0 % at 50 reads over the
-benchmark's whole grid (10.4 % for the plain MLE), and 18 % instead of 34 % at 20 reads.
+V = 0 (the same equation with V = 0). Measured: max |bias| 8.1 % at 50 reads over the
+benchmark's whole grid (10.4 % for the plain MLE), and 23 % instead of 35 % at 20 reads.
 """
 
 from __future__ import annotations

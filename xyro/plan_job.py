@@ -5,9 +5,10 @@ Each time unit (DESIGN.md §6, 003 §6):
 1. estimate λ_i for the pages observed since the last run (and those never estimated)
    from the ``observations`` table: the Last-Modified estimator where the page's dates
    pass the reliability test and its host's do too (shrunk toward the population mean:
-   a Gamma posterior mean, see ``LM_PRIOR_SHAPE``), else the signature MLE (eq. 9, bias-reduced) with
-   its documented boundary answers; a page read once takes the prior, the mean rate of
-   the estimated pages (obsolescence is linear in λ, so the mean is the plug-in);
+   a Gamma posterior mean, see ``LM_PRIOR_SHAPE``), else the signature MLE (eq. 9,
+   bias-reduced) with its documented boundary answers; a page read once takes the prior,
+   the mean rate of the estimated pages (obsolescence is linear in λ, so the mean is the
+   plug-in);
 2. r_i: direct importance for XML pages, interest for HTML pages (mean 1), 1 when
    missing or with ``importance_source: uniform``;
 3. t_i = K/√(r_i·λ_i) water-filled under [min_interval_units, max_interval_units] and
