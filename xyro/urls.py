@@ -119,6 +119,30 @@ def _already_canonical(url: str) -> str | None:
     return url if path else url + "/"
 
 
+# A relative reference made of path characters only (no scheme, query, fragment, leading
+# "/" or dot segment): against a canonical base it resolves by concatenation to a URL that
+# is canonical already. XML documents carry hundreds of such hrefs.
+_PLAIN_RELATIVE = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~/-]*")
+
+
+def plain_directory(base: str) -> str | None:
+    """The directory of ``base`` ("http://h/a/b.xml" → "http://h/a/") when ``base`` is
+    already canonical (see :func:`join_plain`), else None."""
+    if _already_canonical(base) != base:
+        return None
+    return base[:base.rfind("/") + 1]
+
+
+def join_plain(directory: str, href: str, max_length: int = MAX_URL_LENGTH) -> str | None:
+    """``canonicalize(href, base)`` for a base in ``directory`` (from :func:`plain_directory`)
+    when ``href`` is a plain relative path, by concatenation; None means: take the general
+    path (tests check both agree)."""
+    if _PLAIN_RELATIVE.fullmatch(href) is None or "/." in href:
+        return None
+    url = directory + href
+    return url if len(url) <= max_length else None
+
+
 def _canonicalize_w3lib(url: str, max_length: int) -> str | None:
     """The general path of :func:`canonicalize` (``url`` is absolute)."""
     try:

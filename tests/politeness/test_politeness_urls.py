@@ -7,8 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xyro.clock import ManualClock
+from xyro.html_links import resolve_href
 from xyro.urls import (Scope, TrapGuard, _already_canonical, _canonicalize_w3lib, canonicalize,
-                       host_key, robots_origin, robots_url, url_keys)
+                       host_key, join_plain, plain_directory, robots_origin, robots_url,
+                       url_keys)
 
 T0 = 1_700_000_000.0  # the start of the conftest clock
 
@@ -99,6 +101,48 @@ def test_fast_path_agrees_with_w3lib(url: str) -> None:
     "http://h.org"])
 def test_fast_path_takes_plain_urls(url: str) -> None:
     assert _already_canonical(url) is not None
+
+
+_PLAIN_BASES = st.builds(
+    lambda scheme, port, segments: f"{scheme}://h.org{port}/" + "/".join(segments),
+    st.sampled_from(["http", "https"]), st.sampled_from(["", ":8080"]),
+    st.lists(st.text(alphabet="ab0._~-", max_size=5), max_size=4))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_PLAIN_BASES | _NEAR_PLAIN,
+       st.text(alphabet="ab._/", max_size=8) | st.text(alphabet="ab0._~-/%?#:ä ", max_size=10))
+def test_join_plain_agrees_with_resolve_and_canonicalize(base: str, href: str) -> None:
+    """The concatenation shortcut gives what resolving and canonicalizing give."""
+    directory = plain_directory(base)
+    if directory is None:
+        return
+    joined = join_plain(directory, href)
+    if joined is not None:
+        assert joined == canonicalize(resolve_href(base, href))
+
+
+@pytest.mark.parametrize("base, href, expected", [
+    ("http://h.org/docs/a.xml", "b.xml", "http://h.org/docs/b.xml"),
+    ("http://h.org/docs/", "sub/c-d_e~f.xml", "http://h.org/docs/sub/c-d_e~f.xml"),
+    ("http://h.org:8080/a", "x//y", "http://h.org:8080/x//y"),
+])
+def test_join_plain_takes_plain_relative_paths(base: str, href: str, expected: str) -> None:
+    directory = plain_directory(base)
+    assert directory is not None and join_plain(directory, href) == expected
+
+
+@pytest.mark.parametrize("href", ["../b.xml", "./b.xml", "a/./b", ".b", "/abs.xml", "b.xml?q=1",
+                                  "b.xml#f", "http://x.org/", " b.xml", "b c.xml", "ä.xml", ""])
+def test_join_plain_leaves_the_rest_to_the_general_path(href: str) -> None:
+    assert join_plain("http://h.org/docs/", href) is None
+
+
+def test_plain_directory_needs_a_canonical_base() -> None:
+    assert plain_directory("http://h.org/a/b.xml") == "http://h.org/a/"
+    assert plain_directory("HTTP://h.org/a") is None
+    assert plain_directory("http://h.org/a?q") is None
+    assert plain_directory("http://h.org") is None  # canonical form differs ("/" added)
 
 
 def test_host_key_and_robots_origin() -> None:

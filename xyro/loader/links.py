@@ -20,12 +20,12 @@ xml:base chain over the document URL) and are canonicalized; what is not crawlab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lxml import etree
 
 from xyro.html_links import Resolver, likely_xml
-from xyro.urls import canonicalize
+from xyro.urls import canonicalize, join_plain, plain_directory
 
 XLINK = "http://www.w3.org/1999/xlink"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -43,9 +43,9 @@ _XSL_REFS = frozenset({f"{{{XSL}}}import", f"{{{XSL}}}include"})
 _ALWAYS_XML = frozenset({"stylesheet", "schema", "xinclude", "xsl"})
 
 
-@dataclass(frozen=True, slots=True)
-class XmlLink:
-    """A canonical out-link of an XML document."""
+class XmlLink(NamedTuple):
+    """A canonical out-link of an XML document (a named tuple: a document has hundreds, and a
+    frozen dataclass costs four times as much to build)."""
 
     url: str
     kind: str
@@ -59,10 +59,16 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     root = tree.getroot()
     has_base = root.xpath("boolean(//@xml:base)")
     resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
+    directory = None if has_base else plain_directory(url)
 
     def add(href: str | None, kind: str, el: etree._Element | None) -> None:
         if not href:
             return
+        if directory is not None:  # most hrefs: "d12.xml", "sub/a.xml" against a plain base
+            canon = join_plain(directory, href, max_url_length)
+            if canon is not None:
+                out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
+                return
         base = (el.base or url) if (has_base and el is not None) else url
         resolver = resolvers.get(base)
         if resolver is None:
@@ -77,22 +83,52 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     for pi in reversed(list(root.itersiblings(preceding=True))):
         if isinstance(pi, etree._ProcessingInstruction) and pi.target == "xml-stylesheet":
             add(pi.get("href"), "stylesheet", None)
+    # Tag and attribute names repeat throughout a document: classify each name once.
+    special: dict[str, bool] = {}
+    roles: dict[tuple[str, str], str | None] = {}
     for el in root.iter(etree.Element):
         tag = el.tag
-        _element_links(el, tag, add)
-        if not el.attrib:
-            continue
-        for name, value in el.attrib.items():
-            if name == _XLINK_HREF:
-                add(value, "xlink", el)
-            elif name == _XSI_LOC:
+        is_special = special.get(tag)
+        if is_special is None:
+            is_special = special[tag] = _may_link_by_element(tag)
+        if is_special:
+            _element_links(el, tag, add)
+        for name, value in el.items():
+            key = (tag, name)
+            role = roles.get(key, _UNSEEN)
+            if role is _UNSEEN:
+                role = roles[key] = _attribute_role(tag, name)
+            if role is None:
+                continue
+            if role == "schema-pairs":
                 for loc in value.split()[1::2]:
                     add(loc, "schema", el)
-            elif name == _XSI_NONS:
-                add(value, "schema", el)
-            elif _local(name).lower() in _URL_NAMES and not _handled(tag, name):
-                add(value, "atom" if tag == f"{{{ATOM}}}link" else "href", el)
+            else:
+                add(value, role, el)
     return tuple(out)
+
+
+_UNSEEN = "?"
+
+
+def _may_link_by_element(tag: str) -> bool:
+    """Whether :func:`_element_links` may find a link on elements named ``tag``."""
+    return (tag in _XSL_REFS or tag in _XSD_REFS or tag == "enclosure"
+            or _local(tag) == "link"
+            or (tag[0] == "{" and tag.endswith("}include") and tag[1:tag.index("}")] in XINCLUDE))
+
+
+def _attribute_role(tag: str, name: str) -> str | None:
+    """The link kind of attribute ``name`` on element ``tag``, or None (not a link)."""
+    if name == _XLINK_HREF:
+        return "xlink"
+    if name == _XSI_LOC:
+        return "schema-pairs"
+    if name == _XSI_NONS:
+        return "schema"
+    if _local(name).lower() in _URL_NAMES and not _handled(tag, name):
+        return "atom" if tag == f"{{{ATOM}}}link" else "href"
+    return None
 
 
 def _element_links(el: etree._Element, tag: str, add) -> None:  # type: ignore[no-untyped-def]
