@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -34,23 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SCRAPY_PEER = HERE / "scrapy_peer.py"
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpu": model, "cores": os.cpu_count(), "ram_gb": round(ram / 2**30, 1),
-            "python": platform.python_version()}
 
 
 def log(msg: str) -> None:

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
-from pathlib import Path
 
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 from xyro.clock import ManualClock
 from xyro.frontier import Frontier
 from xyro.hosts import HostScheduler
@@ -123,21 +121,6 @@ def bench_seenset(n: int) -> dict:
     return {"urls": n, "adds_per_s": round(n / add_s), "lookups_per_s": round(n / probe_s),
             "memory_bytes": seen.memory_bytes, "formula_bytes": (SeenSet.bits_for(n, 1e-3) + 7) // 8,
             "k": seen.k, "target_fp_rate": 1e-3, "measured_fp_rate": round(fp / n, 6)}
-
-
-def machine() -> dict:
-    cpu = platform.processor()
-    mem_kb = 0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(mem_kb / 2**20, 1),
-            "python": platform.python_version()}
 
 
 def main() -> None:

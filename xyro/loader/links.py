@@ -84,20 +84,20 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
         if isinstance(pi, etree._ProcessingInstruction) and pi.target == "xml-stylesheet":
             add(pi.get("href"), "stylesheet", None)
     # Tag and attribute names repeat throughout a document: classify each name once.
-    special: dict[str, bool] = {}
+    element_kinds: dict[str, str | None] = {}
     roles: dict[tuple[str, str], str | None] = {}
     for el in root.iter(etree.Element):
         tag = el.tag
-        is_special = special.get(tag)
-        if is_special is None:
-            is_special = special[tag] = _may_link_by_element(tag)
-        if is_special:
-            _element_links(el, tag, add)
+        kind = element_kinds.get(tag, _UNSEEN)
+        if kind is _UNSEEN:
+            kind = element_kinds[tag] = _element_kind(tag)
+        if kind is not None:
+            _element_links(el, kind, add)
         for name, value in el.items():
             key = (tag, name)
             role = roles.get(key, _UNSEEN)
             if role is _UNSEEN:
-                role = roles[key] = _attribute_role(tag, name)
+                role = roles[key] = _attribute_role(tag, kind, name)
             if role is None:
                 continue
             if role == "schema-pairs":
@@ -111,45 +111,50 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
 _UNSEEN = "?"
 
 
-def _may_link_by_element(tag: str) -> bool:
-    """Whether :func:`_element_links` may find a link on elements named ``tag``."""
-    return (tag in _XSL_REFS or tag in _XSD_REFS or tag == "enclosure"
-            or _local(tag) == "link"
-            or (tag[0] == "{" and tag.endswith("}include") and tag[1:tag.index("}")] in XINCLUDE))
+def _element_kind(tag: str) -> str | None:
+    """What kind of element-borne link elements named ``tag`` may carry, or None."""
+    if tag in _XSL_REFS:
+        return "xsl"
+    if tag in _XSD_REFS:
+        return "schema"
+    if tag[0] == "{" and tag.endswith("}include") and tag[1:tag.index("}")] in XINCLUDE:
+        return "xinclude"
+    if _local(tag) == "link":
+        return "rss-link"
+    if tag == "enclosure":
+        return "enclosure"
+    return None
 
 
-def _attribute_role(tag: str, name: str) -> str | None:
-    """The link kind of attribute ``name`` on element ``tag``, or None (not a link)."""
+def _element_links(el: etree._Element, kind: str, add) -> None:  # type: ignore[no-untyped-def]
+    """Links that depend on the element: XInclude, XSLT and XSD references, RSS."""
+    if kind == "xsl":
+        add(el.get("href"), "xsl", el)
+    elif kind == "schema":
+        add(el.get("schemaLocation"), "schema", el)
+    elif kind == "xinclude":
+        add(el.get("href"), "xinclude", el)
+    elif kind == "rss-link":
+        if len(el) == 0 and el.text and not el.attrib:
+            add(el.text.strip(), "rss", el)  # RSS 0.9x/2.0 and RSS 1.0 (RDF) channel/item link
+    elif kind == "enclosure":
+        add(el.get("url"), "rss", el)
+
+
+def _attribute_role(tag: str, kind: str | None, name: str) -> str | None:
+    """The link kind of attribute ``name`` on an element ``tag`` of element kind ``kind``,
+    or None (not a link, or already taken by :func:`_element_links`)."""
     if name == _XLINK_HREF:
         return "xlink"
     if name == _XSI_LOC:
         return "schema-pairs"
     if name == _XSI_NONS:
         return "schema"
-    if _local(name).lower() in _URL_NAMES and not _handled(tag, name):
+    taken = ((name == "href" and kind in ("xsl", "xinclude"))
+             or (name == "url" and kind == "enclosure"))
+    if _local(name).lower() in _URL_NAMES and not taken:
         return "atom" if tag == f"{{{ATOM}}}link" else "href"
     return None
-
-
-def _element_links(el: etree._Element, tag: str, add) -> None:  # type: ignore[no-untyped-def]
-    """Links that depend on the element: XInclude, XSLT and XSD references, RSS."""
-    if tag in _XSL_REFS:
-        add(el.get("href"), "xsl", el)
-    elif tag in _XSD_REFS:
-        add(el.get("schemaLocation"), "schema", el)
-    elif tag[0] == "{" and tag.endswith("}include") and tag[1:tag.index("}")] in XINCLUDE:
-        add(el.get("href"), "xinclude", el)
-    elif _local(tag) == "link" and len(el) == 0 and el.text and not el.attrib:
-        add(el.text.strip(), "rss", el)  # RSS 0.9x/2.0 and RSS 1.0 (RDF) channel/item link
-    elif tag == "enclosure":
-        add(el.get("url"), "rss", el)
-
-
-def _handled(tag: str, name: str) -> bool:
-    """Attributes that the element rules above already took."""
-    return (name == "href" and (tag in _XSL_REFS or (tag[0] == "{" and tag.endswith("}include")
-                                                      and tag[1:tag.index("}")] in XINCLUDE))
-            or (name == "url" and tag == "enclosure"))
 
 
 def _local(name: str) -> str:
