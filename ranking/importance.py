@@ -22,7 +22,7 @@ import numpy as np
 
 from ranking.graph import LinkGraph
 from ranking.results import ProgressFn, RankResult
-from ranking.sweep import Fixpoint, RowBlocks, SolverParams, solve_fixpoint
+from ranking.sweep import Fixpoint, SolverParams, solve_fixpoint
 
 DANGLING_MODES = ("paper", "teleport")
 
@@ -54,7 +54,7 @@ def importance_fixpoint(graph: LinkGraph, damping: float, e: np.ndarray | float,
     """The direct equation: rows = destinations, vector pre-scaled by 1/OutDeg(source)."""
     inverse_degree = graph.inverse_out_degree()
     return Fixpoint("importance", inverse_degree, None, (1.0 - damping) * e, normalize=True,
-                    dangling=(inverse_degree == 0) if dangling == "teleport" else None)
+                    dangling=inverse_degree == 0, spread_along_x=dangling == "paper")
 
 
 def direct_importance(graph: LinkGraph, params: SolverParams = SolverParams(), *,
@@ -66,10 +66,9 @@ def direct_importance(graph: LinkGraph, params: SolverParams = SolverParams(), *
     check_dangling(dangling)
     e = personalization_vector(graph.n, personalization)
     pattern = in_links if in_links is not None else graph.transpose()
-    blocks = RowBlocks(pattern.indptr, pattern.indices, graph.n, params.block_links)
     x0 = np.full(graph.n, e) if isinstance(e, float) else e.copy()
     fixpoint = importance_fixpoint(graph, params.damping, e, dangling)
-    result = solve_fixpoint(blocks, fixpoint, x0, params, progress)
+    result = solve_fixpoint(pattern.indptr, pattern.indices, fixpoint, x0, params, progress)
     if dangling == "teleport":
         values = result.values
         values /= values.sum()

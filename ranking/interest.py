@@ -20,7 +20,7 @@ import numpy as np
 from ranking.graph import LinkGraph
 from ranking.importance import personalization_vector
 from ranking.results import ProgressFn, RankResult
-from ranking.sweep import Fixpoint, RowBlocks, SolverParams, solve_fixpoint
+from ranking.sweep import Fixpoint, SolverParams, solve_fixpoint
 
 
 def check_xml_mask(xml_mask: object, n: int) -> np.ndarray:
@@ -55,6 +55,5 @@ def inverse_interest(graph: LinkGraph, xml_mask: object, params: SolverParams = 
     """Interest x of every page (unscaled). ``importance`` given: use E″ instead of E′."""
     check_xml_mask(xml_mask, graph.n)
     e = interest_personalization(xml_mask, importance)
-    blocks = RowBlocks(graph.indptr, graph.indices, graph.n, params.block_links)
     fixpoint = interest_fixpoint(graph, params.damping, e)
-    return solve_fixpoint(blocks, fixpoint, e.copy(), params, progress)
+    return solve_fixpoint(graph.indptr, graph.indices, fixpoint, e.copy(), params, progress)

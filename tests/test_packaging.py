@@ -54,3 +54,13 @@ def test_unit_security_exposure_is_low() -> None:
                          capture_output=True, text=True, timeout=60).stdout
     score = float(re.search(r"Overall exposure level for \S+: ([\d.]+)", out).group(1))
     assert score <= 2.0, out[-2000:]
+
+
+def test_unit_lets_the_ranking_kernel_compile_and_cache() -> None:
+    """numba maps the compiled Gauss-Seidel kernel executable at run time (forbidden by
+    MemoryDenyWriteExecute=yes) and caches it where the service may write."""
+    text = UNIT.read_text()
+    assert not re.search(r"^MemoryDenyWriteExecute=yes", text, re.M)
+    cache = re.search(r"^Environment=NUMBA_CACHE_DIR=(\S+)$", text, re.M)
+    assert cache and cache.group(1).startswith("/var/lib/xyro/")
+    assert re.search(r"^StateDirectory=xyro$", text, re.M)
