@@ -30,8 +30,12 @@ import numpy as np
 from numba import njit
 
 
+DANGLING = 1  # flag bits, one byte per page
+SELF_LINK = 2
+
+
 @njit(cache=True, nogil=True, boundscheck=False)
-def _sweep(indptr, indices, x, p, col_scale, row_scale, self_loop, dangling,  # noqa: ANN001
+def _sweep(indptr, indices, x, p, col_scale, row_scale, flags,  # noqa: ANN001
            spread, tele_scalar, tele, damping, delta, mass):  # noqa: ANN001
     """One sweep over all rows in order; returns (Σ|y − x_old|, Σ y, δ). ``p`` may be ``x``
     itself (``col_scale`` None); ``tele`` None means t_i = ``tele_scalar`` for every row;
@@ -39,11 +43,11 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, self_loop, dangling,  # 
     boost_rate = damping / (1.0 - damping)
     beta = 1.0
     q = 0.0
-    if dangling is not None:
-        if spread:
-            q = damping * delta / mass
-        else:
-            beta = 1.0 + boost_rate * delta
+    if spread:
+        q = damping * delta / mass
+    else:
+        beta = 1.0 + boost_rate * delta
+    scale = 1.0 / (1.0 - q)
     diff = 0.0
     total = 0.0
     lo = indptr[0]
@@ -57,21 +61,26 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, self_loop, dangling,  # 
         t = tele_scalar if tele is None else tele[i]
         old = x[i]
         a = r * s + t * beta
-        den = 1.0 - q
-        if self_loop is not None and self_loop[i]:
-            rw = r * (1.0 if col_scale is None else col_scale[i])
-            if den - rw > 1e-12:  # else the plain update (δ overshoots in early sweeps)
-                a -= rw * old
-                den -= rw
-        y = a / den
+        f = flags[i]
+        if f == 0:  # the common row: no division
+            y = a * scale
+        else:
+            den = 1.0 - q
+            if f & SELF_LINK:
+                rw = r * (1.0 if col_scale is None else col_scale[i])
+                if den - rw > 1e-12:  # else the plain update (δ overshoots in early sweeps)
+                    a -= rw * old
+                    den -= rw
+            y = a / den
         d = y - old
         diff += abs(d)
         total += y
         mass += d
-        if dangling is not None and dangling[i]:
+        if f & DANGLING:
             delta += d
             if spread:
                 q = damping * delta / mass
+                scale = 1.0 / (1.0 - q)
             else:
                 beta = 1.0 + boost_rate * delta
         x[i] = y
@@ -80,22 +89,24 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, self_loop, dangling,  # 
     return diff, total, delta
 
 
-def self_loops(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
-    """Rows whose pattern holds their own index (bool[n]), or None when there is none."""
-    out = np.zeros(len(indptr) - 1, dtype=np.bool_)
-    return out if _mark_self_loops(indptr, indices, out) else None
+def page_flags(indptr: np.ndarray, indices: np.ndarray,
+               dangling: np.ndarray | None) -> np.ndarray:
+    """One byte per row: DANGLING (from ``dangling``), SELF_LINK (the row holds its own
+    index)."""
+    flags = np.zeros(len(indptr) - 1, dtype=np.uint8)
+    if dangling is not None:
+        flags[dangling] = DANGLING
+    _mark_self_links(indptr, indices, flags)
+    return flags
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _mark_self_loops(indptr, indices, out):  # noqa: ANN001
-    found = False
-    for i in range(out.shape[0]):
+def _mark_self_links(indptr, indices, flags):  # noqa: ANN001
+    for i in range(flags.shape[0]):
         for k in range(indptr[i], indptr[i + 1]):
             if indices[k] == i:
-                out[i] = True
-                found = True
+                flags[i] |= SELF_LINK
                 break
-    return found
 
 
 class PointGaussSeidel:
@@ -122,11 +133,10 @@ class PointGaussSeidel:
         self._col_scale = col_scale
         self._row_scale = row_scale
         self._p = self.x if col_scale is None else self.x * col_scale
-        self._self_loop = self_loops(self._indptr, indices)
+        self._flags = page_flags(self._indptr, indices, dangling)
         self._tele_scalar = float(tele) if isinstance(tele, float) else 0.0
         self._tele = None if isinstance(tele, float) else np.asarray(tele, dtype=np.float64)
-        self._dangling = dangling
-        self._spread = spread_along_x
+        self._spread = spread_along_x and dangling is not None
         self._damping = damping
         self.delta = 0.0 if dangling is None else float(self.x[dangling].sum())
         self._mass = float(self.x.sum())
@@ -135,7 +145,7 @@ class PointGaussSeidel:
         """One sweep; returns (Σ|x_new − x_old|, Σ x_new)."""
         diff, total, self.delta = _sweep(
             self._indptr, self._indices, self.x, self._p, self._col_scale, self._row_scale,
-            self._self_loop, self._dangling, self._spread, self._tele_scalar, self._tele,
+            self._flags, self._spread, self._tele_scalar, self._tele,
             self._damping, self.delta, self._mass)
         self._mass = total
         return diff, total
