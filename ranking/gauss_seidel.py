@@ -26,6 +26,8 @@ beside this file.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
@@ -35,11 +37,13 @@ SELF_LINK = 2
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _sweep(indptr, indices, x, p, col_scale, row_scale, flags,  # noqa: ANN001
+def _sweep(indptr, indices, first, x, p, col_scale, row_scale, flags,  # noqa: ANN001
            spread, tele_scalar, tele, damping, delta, mass):  # noqa: ANN001
-    """One sweep over all rows in order; returns (Σ|y − x_old|, Σ y, δ). ``p`` may be ``x``
-    itself (``col_scale`` None); ``tele`` None means t_i = ``tele_scalar`` for every row;
-    ``spread``: the dangling mass δ goes along x (paper) instead of along E (teleport)."""
+    """Rows i = 0.. of ``x`` (pages first + i) in order; returns (Σ|y − x_old|, Σ y, δ, ‖x‖₁).
+
+    ``p`` is the whole pre-scaled vector (it may be ``x`` itself when first = 0 and there is
+    no ``col_scale``); ``tele`` None means t_i = ``tele_scalar`` for every row; ``spread``:
+    the dangling mass δ goes along x (paper) instead of along E (teleport)."""
     boost_rate = damping / (1.0 - damping)
     beta = 1.0
     q = 0.0
@@ -59,6 +63,7 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, flags,  # noqa: ANN001
         lo = hi
         r = 1.0 if row_scale is None else row_scale[i]
         t = tele_scalar if tele is None else tele[i]
+        w = 1.0 if col_scale is None else col_scale[i]
         old = x[i]
         a = r * s + t * beta
         f = flags[i]
@@ -66,11 +71,9 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, flags,  # noqa: ANN001
             y = a * scale
         else:
             den = 1.0 - q
-            if f & SELF_LINK:
-                rw = r * (1.0 if col_scale is None else col_scale[i])
-                if den - rw > 1e-12:  # else the plain update (δ overshoots in early sweeps)
-                    a -= rw * old
-                    den -= rw
+            if f & SELF_LINK and den - r * w > 1e-12:  # else the plain update (early
+                a -= r * w * old                           # sweeps: δ may overshoot)
+                den -= r * w
             y = a / den
         d = y - old
         diff += abs(d)
@@ -84,33 +87,77 @@ def _sweep(indptr, indices, x, p, col_scale, row_scale, flags,  # noqa: ANN001
             else:
                 beta = 1.0 + boost_rate * delta
         x[i] = y
-        if col_scale is not None:
-            p[i] = y * col_scale[i]
-    return diff, total, delta
+        p[first + i] = y * w
+    return diff, total, delta, mass
 
 
-def page_flags(indptr: np.ndarray, indices: np.ndarray,
-               dangling: np.ndarray | None) -> np.ndarray:
-    """One byte per row: DANGLING (from ``dangling``), SELF_LINK (the row holds its own
-    index)."""
+def page_flags(indptr: np.ndarray, indices: np.ndarray, first: int = 0,
+               dangling: np.ndarray | None = None) -> np.ndarray:
+    """One byte per row (page first + i): DANGLING (from ``dangling``), SELF_LINK (the row
+    lists its own page)."""
     flags = np.zeros(len(indptr) - 1, dtype=np.uint8)
     if dangling is not None:
         flags[dangling] = DANGLING
-    _mark_self_links(indptr, indices, flags)
+    _mark_self_links(indptr, indices, first, flags)
     return flags
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _mark_self_links(indptr, indices, flags):  # noqa: ANN001
+def _mark_self_links(indptr, indices, first, flags):  # noqa: ANN001
+    base = indptr[0]
     for i in range(flags.shape[0]):
-        for k in range(indptr[i], indptr[i + 1]):
-            if indices[k] == i:
+        for k in range(indptr[i] - base, indptr[i + 1] - base):
+            if indices[k] == first + i:
                 flags[i] |= SELF_LINK
                 break
 
 
+@dataclass(frozen=True)
+class Rows:
+    """Rows of one equation for the kernel: pages ``first`` .. ``first + len(flags)``.
+
+    ``indptr``/``indices``: the 0/1 pattern, row i lists the pages feeding page first + i
+    (``indptr`` starts at 0). ``col_scale``/``row_scale``: c·s_in and c·s_out of these pages
+    (None = absent). ``tele``: t = (1−c)·E, one scalar or per row. ``flags``: ``page_flags``.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    first: int
+    col_scale: np.ndarray | None
+    row_scale: np.ndarray | None
+    tele: np.ndarray | float
+    flags: np.ndarray
+
+
+@dataclass
+class DanglingMass:
+    """δ (the current mass of the pages without out-links) and ‖x‖₁, carried from row to
+    row and from call to call; ``spread``: δ goes along x (paper) instead of along E."""
+
+    delta: float = 0.0
+    mass: float = 1.0
+    spread: bool = False
+
+    def rescale(self, factor: float) -> None:
+        self.delta *= factor
+        self.mass *= factor
+
+
+def sweep_rows(rows: Rows, x: np.ndarray, p: np.ndarray, dangling: DanglingMass,
+               damping: float) -> tuple[float, float]:
+    """Update ``x`` (the values of ``rows``' pages) in place, row by row, writing each new
+    value times its col_scale into ``p`` (all pages) at once; returns (Σ|Δx|, Σ x_new)."""
+    tele_scalar, tele = ((float(rows.tele), None) if isinstance(rows.tele, float)
+                         else (0.0, rows.tele))
+    diff, total, dangling.delta, dangling.mass = _sweep(
+        rows.indptr, rows.indices, rows.first, x, p, rows.col_scale, rows.row_scale,
+        rows.flags, dangling.spread, tele_scalar, tele, damping, dangling.delta, dangling.mass)
+    return diff, total
+
+
 class PointGaussSeidel:
-    """The iterate ``x`` of one equation, swept in place by the compiled kernel.
+    """The iterate ``x`` of one equation over all n pages, swept in place by the kernel.
 
     ``indptr``/``indices``: the 0/1 pattern whose row i lists the pages feeding page i.
     ``col_scale``/``row_scale``: c·s_in and c·s_out (None = absent); at least one is given,
@@ -127,33 +174,24 @@ class PointGaussSeidel:
             raise ValueError("PointGaussSeidel needs col_scale or row_scale (they carry c)")
         # int32 row pointers stream half the bytes; int64 only past 2^31 links
         narrow = len(indices) < np.iinfo(np.int32).max
-        self._indptr = indptr.astype(np.int32 if narrow else np.int64, copy=False)
-        self._indices = indices
+        ptr = indptr.astype(np.int32 if narrow else np.int64, copy=False)
+        tele = float(tele) if isinstance(tele, float) else np.asarray(tele, dtype=np.float64)
+        self._rows = Rows(ptr, indices, 0, col_scale, row_scale, tele,
+                          page_flags(ptr, indices, 0, dangling))
         self.x = np.array(x0, dtype=np.float64)
-        self._col_scale = col_scale
-        self._row_scale = row_scale
         self._p = self.x if col_scale is None else self.x * col_scale
-        self._flags = page_flags(self._indptr, indices, dangling)
-        self._tele_scalar = float(tele) if isinstance(tele, float) else 0.0
-        self._tele = None if isinstance(tele, float) else np.asarray(tele, dtype=np.float64)
-        self._spread = spread_along_x and dangling is not None
+        self._dangling = DanglingMass(
+            0.0 if dangling is None else float(self.x[dangling].sum()), float(self.x.sum()),
+            spread_along_x and dangling is not None)
         self._damping = damping
-        self.delta = 0.0 if dangling is None else float(self.x[dangling].sum())
-        self._mass = float(self.x.sum())
 
     def sweep(self) -> tuple[float, float]:
         """One sweep; returns (Σ|x_new − x_old|, Σ x_new)."""
-        diff, total, self.delta = _sweep(
-            self._indptr, self._indices, self.x, self._p, self._col_scale, self._row_scale,
-            self._flags, self._spread, self._tele_scalar, self._tele,
-            self._damping, self.delta, self._mass)
-        self._mass = total
-        return diff, total
+        return sweep_rows(self._rows, self.x, self._p, self._dangling, self._damping)
 
     def rescale(self, factor: float) -> None:
         """Multiply the iterate (and what is derived from it) by ``factor``."""
         self.x *= factor
         if self._p is not self.x:
             self._p *= factor
-        self.delta *= factor
-        self._mass *= factor
+        self._dangling.rescale(factor)

@@ -3,10 +3,12 @@
 
 Each sweep reads the slices of a ``SliceStore`` in order. For slice k (pages [b_k, b_{k+1})):
 the direct ranking computes the slice's new importance from its in-links and the resident
-pre-scaled vector PR/OutDeg; the inverse ranking computes the slice's new interest from its
-out-links and the resident interest vector. Both overwrite their slice at once (Gauss-Seidel)
-so the following slices use the new values. The importance vector itself is on disk and is
-read and written one slice at a time.
+pre-scaled vector c·PR/OutDeg; the inverse ranking computes the slice's new interest from its
+out-links and the resident interest vector. Both write each page's new value back at once
+(point Gauss-Seidel, the kernel of ``ranking.gauss_seidel``), so the following pages and
+slices use it. The importance vector itself is on disk and is read and written one slice at
+a time; the dangling mass δ and ‖PR‖₁ are carried from slice to slice. A first pass reads the
+out-links once for the pre-scaled vector and the page flags (no out-link, self-link).
 
 Same equations, stopping rule and variants as the in-memory solvers (``ranking.importance``,
 ``ranking.interest``, residuals as in ``ranking.sweep``). With E″ (interest personalized by
@@ -26,7 +28,8 @@ from ranking.importance import check_dangling, personalization_vector
 from ranking.interest import check_xml_mask
 from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
 from ranking.slices import SliceStore
-from ranking.sweep import Fixpoint, RowBlocks, SolverParams
+from ranking.gauss_seidel import DANGLING, SELF_LINK, DanglingMass, Rows, page_flags, sweep_rows
+from ranking.sweep import SolverParams
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,9 @@ class _Totals:
     total: float = 0.0
     xml_mass: float = 0.0
 
-    def add(self, new: np.ndarray, old: np.ndarray) -> None:
-        self.diff += float(np.abs(new - old).sum())
-        self.total += float(new.sum())
+    def add(self, diff: float, total: float) -> None:
+        self.diff += diff
+        self.total += total
 
 
 class _Importance:
@@ -78,48 +81,42 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     c, n = params.damping, store.n
     e = personalization_vector(n, personalization)
     importance = _Importance(store, e)
-    scaled = np.empty(n)  # PR/OutDeg, filled in the first pass below
-    for k in range(store.count):
-        r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
-        out_ptr = np.fromfile(store._path("out-ptr", k), dtype="<i8")
-        scaled[r0:r1] = importance.read(r0, r1) * _inverse_degree(out_ptr)
+    scaled, flags = _first_pass(store, importance, c)
+    direct = DanglingMass(float(importance.read(0, n)[flags & DANGLING > 0].sum()), 1.0,
+                          spread=dangling == "paper")
     xml_count = float(mask.sum())  # E′ = mask/xml_count, built per slice (no n-vector)
     interest = mask / xml_count
     xml_mass = sum(float(importance.read(int(a), int(b))[mask[int(a):int(b)]].sum())
                    for a, b in zip(store.bounds[:-1], store.bounds[1:]))
-    rho, res_d, res_i = 1.0, [], []
+    res_d: list[float] = []
+    res_i: list[float] = []
     for sweep in range(1, params.max_iter + 1):
         d_tot, i_tot = _Totals(), _Totals()
         for k in range(store.count):
             r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
             in_ptr, in_idx, out_ptr, out_idx = store.load(k)
-            inv_deg = _inverse_degree(out_ptr)
-            old = importance.read(r0, r1)
-            tele_d = (1.0 - c) * (e if isinstance(e, float) else e[r0:r1])
-            direct = Fixpoint("importance", None, None, tele_d, dangling == "paper")
-            new = _sweep_slice(RowBlocks(in_ptr, in_idx, n, params.block_links), direct,
-                               scaled, c, rho, old, inv_deg, r0)
-            d_tot.add(new, old)
-            d_tot.xml_mass += float(new[mask[r0:r1]].sum())
-            importance.write(r0, new / importance.scale)
-            e_i = (np.where(mask[r0:r1], old, 0.0) / xml_mass if interest_from_importance
+            c_inv_deg = c * _inverse_degree(out_ptr)
+            x = importance.read(r0, r1)
+            e_i = (np.where(mask[r0:r1], x, 0.0) / xml_mass if interest_from_importance
                    else mask[r0:r1] / xml_count)
-            inverse = Fixpoint("interest", None, inv_deg, (1.0 - c) * e_i, False)
-            old_i = interest[r0:r1].copy()
-            new_i = _sweep_slice(RowBlocks(out_ptr, out_idx, n, params.block_links), inverse,
-                                 interest, c, 1.0, old_i, None, r0)
-            i_tot.add(new_i, old_i)
+            tele_d = (1.0 - c) * (e if isinstance(e, float) else e[r0:r1])
+            rows = Rows(in_ptr, in_idx, r0, c_inv_deg, None, tele_d, flags[r0:r1])
+            d_tot.add(*sweep_rows(rows, x, scaled, direct, c))
+            d_tot.xml_mass += float(x[mask[r0:r1]].sum())
+            importance.write(r0, x / importance.scale)
+            rows = Rows(out_ptr, out_idx, r0, None, c_inv_deg, (1.0 - c) * e_i,
+                        flags[r0:r1] & SELF_LINK)
+            i_tot.add(*sweep_rows(rows, interest[r0:r1], interest, DanglingMass(), c))
         for totals in (d_tot, i_tot):
             if totals.total <= 0.0 or not math.isfinite(totals.total):
                 raise ValueError(f"out-of-core ranking: an iterate vanished (sum {totals.total})")
         res_d.append(d_tot.diff / d_tot.total)
         res_i.append(i_tot.diff / i_tot.total)
-        xml_mass = d_tot.xml_mass
-        if dangling == "paper":  # renormalize to ‖PR‖₁ = 1 and update the estimate of r
-            importance.scale /= d_tot.total
-            scaled /= d_tot.total
-            rho /= d_tot.total
-            xml_mass /= d_tot.total
+        factor = 1.0 / d_tot.total  # renormalize the importance to ‖PR‖₁ = 1
+        importance.scale *= factor
+        scaled *= factor
+        direct.rescale(factor)
+        xml_mass = d_tot.xml_mass * factor
         if progress is not None:
             progress(SweepProgress("importance", sweep, res_d[-1]))
             progress(SweepProgress("interest", sweep, res_i[-1]))
@@ -135,22 +132,20 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))
 
 
+def _first_pass(store: SliceStore, importance: _Importance,
+                damping: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pre-scaled vector c·PR/OutDeg and the page flags (no out-link, self-link)."""
+    scaled = np.empty(store.n)
+    flags = np.empty(store.n, dtype=np.uint8)
+    for k in range(store.count):
+        r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
+        _, _, out_ptr, out_idx = store.load(k)
+        inv_deg = _inverse_degree(out_ptr)
+        scaled[r0:r1] = damping * importance.read(r0, r1) * inv_deg
+        flags[r0:r1] = page_flags(out_ptr, out_idx, r0, inv_deg == 0)
+    return scaled, flags
+
+
 def _inverse_degree(out_ptr: np.ndarray) -> np.ndarray:
     degree = np.diff(out_ptr).astype(np.float64)
     return np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-
-
-def _sweep_slice(blocks: RowBlocks, fixpoint: Fixpoint, vector: np.ndarray, damping: float,
-                 rho: float, old: np.ndarray, in_scale: np.ndarray | None,
-                 r0: int) -> np.ndarray:
-    """New values of one slice, block by block; each block is written into ``vector``
-    (scaled by ``in_scale`` when given) at once, so the next blocks use it."""
-    new = np.empty(len(old))
-    y_buf = np.empty(blocks.max_rows)
-    for b in range(len(blocks)):
-        a, z = int(blocks.starts[b]), int(blocks.starts[b + 1])
-        y = blocks.matvec(b, vector, y_buf)
-        fixpoint.apply(y, a, z, damping, rho)
-        new[a:z] = y
-        vector[r0 + a:r0 + z] = y if in_scale is None else y * in_scale[a:z]
-    return new

@@ -11,8 +11,9 @@ paper stores one orientation and accumulates the inverse ranking's partial sums 
 slices, which makes the inverse a Jacobi iteration; we pay 4 more bytes per link on disk to
 keep Gauss-Seidel for both.
 
-Resident while ranking: 17 bytes per page (the direct vector pre-scaled by 1/OutDeg, the
-interest vector, the XML mask: the gathers need random access to them) plus one slice. The
+Resident while ranking: 18 bytes per page (the direct vector pre-scaled by c/OutDeg, the
+interest vector, the XML mask, the page flags: the gathers need random access to them) plus
+one slice. The
 direct importance itself lives on disk and is read and written one slice at a time. The
 memory budget picks S so that the largest slice fits beside the resident vectors.
 
@@ -31,12 +32,12 @@ from typing import Protocol
 import numpy as np
 from scipy.sparse import _sparsetools as sparsetools
 
-RESIDENT_BYTES_PER_PAGE = 17
-# Per page of the slice being swept: both row pointers (int64, 16), their int32 block copies
-# (8), and the per-row vectors of both rankings (inverse degree, old/new importance and
-# interest, teleport terms, residual temporaries: ~12 float64). 96 (the pointers and a few
-# vectors) let the 20M-page / 200M-link benchmark peak at 1.24x its 1 GB budget; 192 keeps
-# it at 0.92x, 11 slices, 5.6 s per sweep (tests/bench/pagerank.py, out of core).
+RESIDENT_BYTES_PER_PAGE = 18
+# Per page of the slice being swept: both row pointers (int64, 16), the per-row vectors of
+# both rankings (scaled inverse degree, importance, personalization and teleport terms, the
+# temporaries of numpy expressions: ~12 float64) and the flags. 192 keeps the 20M-page /
+# 200M-link benchmark at 0.98x its 1 GB budget (11 slices, tests/bench/pagerank.py, out of
+# core), numba's compiled kernel (~120 MB) included.
 SLICE_BYTES_PER_PAGE = 192
 SLICE_BYTES_PER_LINK = 4    # one int32 per link, per orientation
 USABLE_FRACTION = 0.8       # of the budget; the rest is for numpy temporaries and Python

@@ -1,7 +1,8 @@
-"""Sweeps of a fixpoint x = ρ·(c·s_out ⊙ (P·(s_in ⊙ x)) + (1−c)·E) (003 §5.3).
+"""Sweeps of a fixpoint x = c·s_out ⊙ (P·(s_in ⊙ x)) + (1−c)·E (003 §5.3).
 
 P is a 0/1 CSR pattern (rows = the pages being updated), s_in and s_out are per-page scale
-vectors (1/OutDeg for the direct and the inverse ranking), E the teleport vector, ρ a scalar.
+vectors (1/OutDeg for the direct and the inverse ranking), E the teleport vector; the mass of
+the pages without out-links is moved as described below.
 
 Gauss-Seidel (003 §5.3, "Gauss-Seidel Iterations", ``gauss_seidel=True``, the default): point
 by point with the compiled kernel of ``ranking.gauss_seidel``; each page's new value is used by
@@ -15,8 +16,7 @@ link (8 more bytes per link to stream), the rows are cut into blocks of about ``
 links; each block keeps a local int32 row pointer and all blocks share one small array of
 ones that stays in the L2 cache. A sweep then streams 4 bytes of index per link plus the
 gathers of the pre-scaled vector: the paper's pattern-matrix floor, which the Gauss-Seidel
-kernel also keeps. The out-of-core path sweeps its slices with the same row blocks
-(``RowBlocks``, ``Fixpoint.apply``).
+kernel also keeps (the out-of-core path sweeps its slices with that kernel too).
 
 Mass of the pages without out-links (``Fixpoint.dangling``, mass δ). ``teleport`` variant:
 the sweep is the normalized equation x = c·M·x + (c·δ + 1−c)·E, as PRPACK does. ``paper``
@@ -101,12 +101,6 @@ class RowBlocks:
     def __len__(self) -> int:
         return len(self.starts) - 1
 
-    def matvec(self, block: int, vector: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """P[block rows] @ vector into ``out[:rows]`` (returned view)."""
-        y = out[:len(self._ptrs[block]) - 1]
-        y.fill(0.0)
-        return self.matvec_add(block, vector, y)
-
     def matvec_add(self, block: int, vector: np.ndarray, y: np.ndarray) -> np.ndarray:
         """y += P[block rows] @ vector (``y`` has the block's row count)."""
         ptr = self._ptrs[block]
@@ -126,15 +120,6 @@ class Fixpoint:
     normalize: bool
     dangling: np.ndarray | None = None  # bool, pages without out-links
     spread_along_x: bool = False  # their mass goes along x (paper), else along E (teleport)
-
-    def apply(self, y: np.ndarray, r0: int, r1: int, damping: float, rho: float) -> None:
-        """y ← ρ·(c·s_out·y + (1−c)·E) on rows [r0, r1), in place."""
-        y *= damping
-        if self.out_scale is not None:
-            y *= self.out_scale[r0:r1]
-        y += self.teleport if isinstance(self.teleport, float) else self.teleport[r0:r1]
-        if rho != 1.0:
-            y *= rho
 
     @property
     def teleports_dangling(self) -> bool:

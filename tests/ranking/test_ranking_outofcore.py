@@ -35,6 +35,24 @@ def test_out_of_core_equals_in_memory(tmp_path: Path, make_graph, dangling: str,
     assert np.abs(both.interest.values - inter.values).sum() <= 1e-9
 
 
+@pytest.mark.slow
+def test_out_of_core_sweeps_point_by_point_on_cnr_2000(tmp_path: Path, cnr_graph) -> None:
+    """Slices do not cost Gauss-Seidel its gain on a real web graph: 12 slices need about as
+    many sweeps as the in-memory solver (56 against 53 here; updating row blocks of 64k
+    links at a time instead of single pages needed 107)."""
+    xml = np.random.default_rng(7).random(cnr_graph.n) < 0.1
+    store = SliceStore.build(ArrayCsrSource(cnr_graph.indptr, cnr_graph.indices), tmp_path,
+                             16 << 20)
+    assert store.count >= 8
+    params = SolverParams(tol=1e-9, max_iter=1000)
+    both = rank_out_of_core(store, xml, params, dangling="teleport")
+    imp = direct_importance(cnr_graph, params, dangling="teleport")
+    jacobi = direct_importance(cnr_graph, SolverParams(tol=1e-9, gauss_seidel=False),
+                               dangling="teleport")
+    assert both.importance.iterations <= 1.2 * imp.iterations < jacobi.iterations
+    assert np.abs(both.importance.values - imp.values).sum() <= 2e-8
+
+
 def test_file_source_slices_like_arrays(tmp_path: Path, make_graph) -> None:
     graph = make_graph(4, n=500, m=4000)
     graph.indptr.astype("<i8").tofile(tmp_path / "p.bin")
