@@ -12,11 +12,12 @@ Usage::
 
 Layout: :mod:`metadata.schema` (DDL, versions, migrations), :mod:`metadata.views`
 (operator views), :mod:`metadata.records` (ops and shapes), :mod:`metadata.writer` and
-:mod:`metadata.apply` (batched writes, group commit), :mod:`metadata.resolver` (URL ids:
-64-bit hash index + text compare, writer cache), :mod:`metadata.hashset` (the writer's
-in-memory set of URL hashes: new URLs skip the SQLite look-up), :mod:`metadata.graph` (CSR
-export: child lists are int32 BLOBs, one row per page, so the export is ``np.frombuffer``
-over their concatenation), :mod:`metadata.status` (``xyro status``).
+:mod:`metadata.apply` (batched writes, group commit), :mod:`metadata.opqueue` (the writer's
+bounded queue), :mod:`metadata.resolver` (URL ids: candidates by 64-bit hash, text compare,
+writer cache), :mod:`metadata.idmap` (the in-memory hash → id map that finds URLs not
+fetched yet: the hash index holds fetched pages only), :mod:`metadata.graph` (CSR export:
+child lists are int32 BLOBs, one row per page, so the export is ``np.frombuffer`` over
+their concatenation), :mod:`metadata.status` (``xyro status``).
 """
 
 from metadata.errors import MetadataError

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType,
@@ -29,8 +30,13 @@ _STATE_COLS = ("type", "first_access", "last_access", "last_change", "last_modif
  _HTTP_STATUS, _CONTENT_TYPE, _SIZE, _ACCESSES, _CHANGES, _UNCHANGED, _BASELINE, _DEAD_COUNT,
  _DEPTH, _HOST_ID) = range(len(_STATE_COLS))
 _STATE_SQL = ", ".join(_STATE_COLS)
-_UPDATE_SQL = ("UPDATE urls SET " + ", ".join(f"{c} = ?" for c in _STATE_COLS[:-2])
-               + " WHERE id = ?")
+# A page's first fetch sets first_access, which puts it into the partial hash index (schema
+# v3); later fetches leave that column out of the SET list, so SQLite leaves the index alone.
+_UPDATE_FIRST_SQL = ("UPDATE urls SET " + ", ".join(f"{c} = ?" for c in _STATE_COLS[:-2])
+                     + " WHERE id = ?")
+_UPDATE_SQL = ("UPDATE urls SET " + ", ".join(f"{c} = ?" for c in _STATE_COLS[:-2]
+                                              if c != "first_access") + " WHERE id = ?")
+_MARK_FETCHED_SQL = "UPDATE urls SET first_access = ? WHERE id = ? AND first_access IS NULL"
 
 _FRONTIER_MERGE = (
     "INSERT INTO frontier (url_id, priority, enqueued_at, not_before) VALUES (?, ?, ?, ?) "
@@ -53,20 +59,22 @@ class BatchApplier:
         self._resolver = resolver
         self._dead_after = dead_after
         self._now = now
-        self._state: dict[int, list] = {}
+        self._state: dict[int, tuple] = {}
 
     # -- resolution ------------------------------------------------------------------
-    def _resolve(self, ops: Sequence[Op]) -> dict[str, int]:
+    def _resolve(self, ops: Sequence[Op], wake: Callable[[], None]) -> dict[str, int]:
         """Ids for every URL the batch names; new children get parent depth + 1.
 
         Fetched pages are read with their state in the same hash look-up that finds their
         id; the rare fetched page not stored yet is created (depth 0) and read by id.
         """
         fetches = [op for op in ops if type(op) is FetchRecord]
-        rows = self._resolver.rows_by_url(dict.fromkeys(op.url for op in fetches),
-                                          "id, " + _STATE_SQL)
-        ids = {url: row[0] for url, row in rows.items()}
-        state = {row[0]: list(row[1:]) for row in rows.values()}
+        ids: dict[str, int] = {}
+        state: dict[int, tuple] = {}
+        for row in self._resolver.rows_by_url(dict.fromkeys(op.url for op in fetches),
+                                              "id, " + _STATE_SQL):
+            ids[row[0]] = row[1]
+            state[row[1]] = row[2:]
         heads: dict[str, int] = {}
         for op in ops:
             kind = type(op)
@@ -82,12 +90,22 @@ class BatchApplier:
             state.update(self._read_state([ids[op.url] for op in fetches
                                            if ids[op.url] not in state]))
         self._state = state
-        # Parents by increasing depth: setdefault then keeps each child's smallest depth.
+        child_depth = self._child_depths(ops, fetches, ids, state)
+        if child_depth:
+            ids.update(self._resolver.resolve(child_depth, child_depth, before_bulk=wake))
+        return ids
+
+    @staticmethod
+    def _child_depths(ops: Sequence[Op], fetches: list[FetchRecord], ids: dict[str, int],
+                      state: dict[int, tuple]) -> dict[str, int]:
+        """Children, enqueued and awaited URLs of the batch → depth of a new row: the smallest
+        parent depth + 1 (awaited DTDs/entities: 0 unless also a child), in first-seen order
+        with parents by increasing depth (the ids of new URLs follow that order)."""
         depth_of = [(state[ids[op.url]][_DEPTH] + 1, op) for op in fetches
                     if op.children or op.enqueue]
-        depth_of.sort(key=lambda pair: pair[0])
+        depth_of.sort(key=itemgetter(0))
         child_depth: dict[str, int] = {}
-        put = child_depth.setdefault
+        put = child_depth.setdefault  # parents by increasing depth: the first depth stays
         for d, op in depth_of:
             kids = op.children
             for url in (kids if len(kids) <= MAX_CHILDREN else kids[:MAX_CHILDREN]):
@@ -98,30 +116,31 @@ class BatchApplier:
             if type(op) is SetPending:
                 for url in op.waiting_for:
                     put(url, 0)
-        if child_depth:
-            ids.update(self._resolver.resolve(child_depth, child_depth))
-        return ids
+        return child_depth
 
-    def _read_state(self, url_ids: list[int]) -> dict[int, list]:
-        state: dict[int, list] = {}
+    def _read_state(self, url_ids: list[int]) -> dict[int, tuple]:
+        state: dict[int, tuple] = {}
         unique = list(dict.fromkeys(url_ids))
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start:start + _CHUNK]
             sql = (f"SELECT id, {_STATE_SQL} FROM urls "
                    f"WHERE id IN ({','.join('?' * len(chunk))})")
             for row in self._conn.execute(sql, chunk):
-                state[row[0]] = list(row[1:])
+                state[row[0]] = row[1:]
         return state
 
     # -- the batch ---------------------------------------------------------------------
-    def apply(self, ops: Sequence[Op]) -> None:
-        ids = self._resolve(ops)
+    def apply(self, ops: Sequence[Op], wake: Callable[[], None] = lambda: None) -> None:
+        """Write ``ops``; ``wake`` is called before the batch's first long SQLite call (the
+        writer lets blocked producers run then, see :mod:`metadata.opqueue`)."""
+        ids = self._resolve(ops, wake)
         self._frontier: dict[int, object] = {}
         self._links: dict[int, tuple[int, bytes]] = {}
         self._observations: list[tuple] = []
         self._errors: list[tuple] = []
-        self._hosts: dict[int, list] = {}
+        self._hosts: dict[int, tuple[int, int, float]] = {}
         self._dirty: set[int] = set()
+        self._first: set[int] = set()  # fetched for the first time in this batch
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
                                   SetPending: [], ClearPending: []}
         bulk: list[Op] = []
@@ -158,19 +177,20 @@ class BatchApplier:
         self._write(rows, bulk)
 
     def _put(self, url_id: int, priority: int, at: float, not_before: float) -> None:
+        # Entries are tuples, not lists: a batch holds one per enqueued URL, and tuples of
+        # numbers leave the garbage collector's tracking, so they do not trigger full passes.
         prev = self._frontier.get(url_id)
         if prev is None:
-            self._frontier[url_id] = [priority, at, not_before, False]
+            self._frontier[url_id] = (priority, at, not_before, False)
         elif prev is _DELETE:
-            self._frontier[url_id] = [priority, at, not_before, True]
+            self._frontier[url_id] = (priority, at, not_before, True)
         else:
-            prev[0] = min(prev[0], priority)
-            prev[1] = min(prev[1], at)
-            prev[2] = min(prev[2], not_before)
+            self._frontier[url_id] = (min(prev[0], priority), min(prev[1], at),
+                                      min(prev[2], not_before), prev[3])
 
     def _fetch(self, rec: FetchRecord, ids: dict[str, int]) -> None:
         url_id = ids[rec.url]
-        s = self._state[url_id]
+        s = list(self._state[url_id])  # kept as a tuple: untracked by the garbage collector
         t = rec.fetched_at
         prev_access = s[_LAST_ACCESS]
         has_content = rec.not_modified or rec.signature is not None
@@ -200,6 +220,7 @@ class BatchApplier:
             self._observations.append((url_id, prev_access, t, int(changed), rec.last_modified))
         if s[_FIRST_ACCESS] is None:
             s[_FIRST_ACCESS] = t
+            self._first.add(url_id)
         s[_LAST_ACCESS] = t
         s[_ACCESSES] += 1
         s[_HTTP_STATUS] = rec.http_status
@@ -209,6 +230,7 @@ class BatchApplier:
             s[_DEAD_COUNT] = 0
         s[_TYPE] = (_DEAD if s[_DEAD_COUNT] >= self._dead_after
                     else _TYPE_VALUE[rec.page_type])
+        self._state[url_id] = tuple(s)
         self._dirty.add(url_id)
         if has_content and not rec.not_modified:
             kids = rec.children
@@ -216,22 +238,19 @@ class BatchApplier:
                 kids = kids[:MAX_CHILDREN]
             self._links[url_id] = (len(kids), pack_children(list(map(ids.__getitem__, kids))))
         host_id = s[_HOST_ID]
-        host = self._hosts.get(host_id)
-        if host is None:
-            host = self._hosts[host_id] = [0, 0, t]
-        host[0] += 1
-        host[2] = max(host[2], t)
+        fetches, errors, last = self._hosts.get(host_id, (0, 0, t))
         if rec.error_kind is not None:
-            host[1] += 1
+            errors += 1
             self._errors.append((url_id, host_id, t, rec.error_kind, rec.http_status,
                                  rec.error_detail))
+        self._hosts[host_id] = (fetches + 1, errors, max(last, t))
         frontier = self._frontier
         frontier[url_id] = _DELETE
         for url, priority in rec.enqueue:
             child = ids[url]
             prev = frontier.get(child)
             if prev is None:  # the common case, inlined: a new entry
-                frontier[child] = [priority, t, 0.0, False]
+                frontier[child] = (priority, t, 0.0, False)
             else:
                 self._put(child, priority, t, 0.0)
 
@@ -239,7 +258,10 @@ class BatchApplier:
         many = self._conn.executemany
         if self._dirty:
             state = self._state
-            many(_UPDATE_SQL, [(*state[i][:_DEPTH], i) for i in self._dirty])
+            first = self._first
+            many(_UPDATE_FIRST_SQL, [(*state[i][:_DEPTH], i) for i in first])
+            many(_UPDATE_SQL, [(state[i][_TYPE], *state[i][_FIRST_ACCESS + 1:_DEPTH], i)
+                               for i in self._dirty if i not in first])
         if self._links:
             many("INSERT OR REPLACE INTO links (src, n, children) VALUES (?, ?, ?)",
                  [(src, n, blob) for src, (n, blob) in self._links.items()])
@@ -266,6 +288,8 @@ class BatchApplier:
             many("INSERT INTO xml_versions (url_id, md5, c14n_signature, fetched_at, size, "
                  "storage_key, valid, validation_error, dtd_url, schema_url) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[XmlVersion])
+            # A URL with versions was fetched: into the hash index (schema v3) if not yet.
+            many(_MARK_FETCHED_SQL, [(row[3], row[0]) for row in rows[XmlVersion]])
         if rows[SetPending]:
             many("INSERT OR REPLACE INTO pending (url_id, waiting_for, since, reason) "
                  "VALUES (?, ?, ?, ?)", rows[SetPending])

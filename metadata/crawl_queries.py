@@ -10,9 +10,11 @@ import sqlite3
 from collections.abc import Iterator
 
 from metadata.records import PageType
+from metadata.schema import FETCHED
 from metadata.urlkeys import url_hash
 
-_VALIDATORS = "SELECT url, etag, last_modified, type FROM urls WHERE hash = ?"
+# Only fetched URLs have validators, and only they are in the (partial) hash index.
+_VALIDATORS = f"SELECT url, etag, last_modified, type FROM urls WHERE hash = ? AND {FETCHED}"
 
 
 def validators(conn: sqlite3.Connection, url: str) -> tuple[str | None, float | None,

@@ -2,15 +2,23 @@
 
 Child lists are stored as int32 blobs (one row per page, see :mod:`metadata.schema`), so the
 export is one ordered scan, one ``b"".join`` and one ``np.frombuffer``: no per-link Python.
+Page types come from one more scan of ``urls`` (not one per type: each is a full scan),
+returned by SQLite as two JSON arrays (ids, type codes) for ``json.loads``.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
 
 from metadata.records import TYPE_CODES, Graph
+
+_CODE = "CASE type " + " ".join(f"WHEN '{name}' THEN {code}"
+                                for code, name in enumerate(TYPE_CODES) if code) + " ELSE 0 END"
+_TYPES = (f"SELECT json_group_array(id), json_group_array({_CODE}) FROM urls "
+          f"WHERE type <> '{TYPE_CODES[0]}'")
 
 
 def export_graph(conn: sqlite3.Connection) -> Graph:
@@ -19,15 +27,11 @@ def export_graph(conn: sqlite3.Connection) -> Graph:
     try:
         n = conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0]
         rows = conn.execute("SELECT src, children FROM links ORDER BY src").fetchall()
-        types = np.zeros(n, dtype=np.int8)  # 0 = unread
-        for code, name in enumerate(TYPE_CODES):
-            if code == 0:
-                continue
-            ids = conn.execute("SELECT id FROM urls WHERE type = ?", (name,)).fetchall()
-            if ids:
-                types[np.array(ids, dtype=np.int64).ravel() - 1] = code
+        ids, codes = conn.execute(_TYPES).fetchone()
     finally:
         conn.execute("COMMIT")
+    types = np.zeros(n, dtype=np.int8)  # 0 = unread
+    types[np.array(json.loads(ids), dtype=np.int64) - 1] = json.loads(codes)
     degree = np.zeros(n, dtype=np.int64)
     if rows:
         srcs, blobs = zip(*rows)

@@ -1,4 +1,8 @@
-"""URL → id resolution in bulk: cache, hash-indexed look-up, creation of new rows.
+"""URL → id resolution in bulk: cache, in-memory hash map, creation of new rows.
+
+A URL's candidate ids come from an :class:`~metadata.idmap.IdMap` (the hash index holds
+fetched URLs only, see :mod:`metadata.schema`); only those rows are read, by id, and their
+text compared, so a URL that merely shares a hash is never given another URL's id.
 
 Ids are allocated densely as ``max(id) + 1, ...`` inside the caller's write transaction
 (``BEGIN IMMEDIATE`` holds the write lock, so no other connection can allocate meanwhile);
@@ -7,45 +11,106 @@ URLs are never deleted, so ids are dense 1..n and stable forever.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import repeat
 
 from metadata.errors import MetadataError
-from metadata.hashset import HashSet
+from metadata.idmap import IdMap
 from metadata.urlkeys import HashFn, host_of
 
-# Look-ups go to SQLite in chunks of this many hashes (one prepared statement reused).
+# Rows are read by id in chunks of this many (one prepared statement reused).
 _CHUNK = 500
 _MAX_ID = 2**31 - 1  # child lists store ids as int32
 
+_TEXTS_BY_ID = ("SELECT json_group_array(url), json_group_array(id) FROM urls "
+                "WHERE id IN (SELECT value FROM json_each(?))")
+_INSERT_JSON = ("INSERT INTO urls (id, hash, host_id, depth, url) SELECT ?1 + key, "
+                "value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?2)")
+_INSERT_ROW = "INSERT INTO urls (id, hash, host_id, depth, url) VALUES (?, ?, ?, ?, ?)"
+
+
+def _flat(cands: list[int | list[int] | None]) -> list[int]:
+    """The ids :meth:`IdMap.candidates` named (a list where hashes collide)."""
+    ids = [c for c in cands if type(c) is int]
+    if len(ids) < len(cands):
+        ids.extend(i for c in cands if type(c) is list for i in c)
+    return ids
+
 
 class UrlResolver:
-    """Resolves canonical URLs to ids on one connection.
+    """Resolves canonical URLs to ids on one connection, with ``id_map`` (exact).
 
-    Optional helpers, both exact: a bounded two-generation cache URL → id for recently seen
-    URLs (children repeat a lot: navigation links; when the young generation reaches half of
-    ``cache_size`` it becomes the old one, so memory stays bounded and hot URLs survive),
-    and a :class:`~metadata.hashset.HashSet` that spares SQLite the look-up of brand-new URLs.
+    Optionally, a bounded two-generation cache URL → id for recently seen URLs (children
+    repeat a lot: navigation links; when the young generation reaches half of
+    ``cache_size`` it becomes the old one, so memory stays bounded and hot URLs survive).
     """
 
-    def __init__(self, conn: sqlite3.Connection, hash_fn: HashFn, cache_size: int = 0,
-                 hash_set: HashSet | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, hash_fn: HashFn, id_map: IdMap,
+                 cache_size: int = 0) -> None:
         self._conn = conn
         self._hash = hash_fn
+        self._map = id_map
         self._half = cache_size // 2
         self._young: dict[str, int] = {}
         self._old: dict[str, int] = {}
         self._hosts: dict[str, int] = {}
-        self._set = hash_set
-        self._sql: dict[int, str] = {}  # chunk length -> SQL text
+        self._sql: dict[tuple[str, int], str] = {}  # (columns, n) -> SQL text
 
-    def _query(self, n: int) -> str:
-        sql = self._sql.get(n)
-        if sql is None:
-            sql = f"SELECT id, url FROM urls WHERE hash IN ({','.join('?' * n)})"
-            self._sql[n] = sql
-        return sql
+    # -- look-ups ------------------------------------------------------------------------
+    def lookup(self, urls: Iterable[str]) -> dict[str, int]:
+        """Ids of the URLs already stored (unknown URLs are absent from the result)."""
+        found: dict[str, int] = {}
+        miss = self._cached(urls, found)
+        if miss:
+            self._sync()
+            self._from_db(miss, list(map(self._hash, miss)), found)
+        return found
 
+    def rows_by_url(self, urls: Iterable[str], columns: str) -> Iterator[tuple]:
+        """``(url, columns...)`` of the stored ``urls`` (text compared), in id order.
+
+        Bypasses the cache: the caller wants the row, not only the id.
+        """
+        urls = list(urls)
+        wanted = set(urls)
+        self._sync()
+        rows = self._by_ids(_flat(self._map.candidates(list(map(self._hash, urls)))),
+                            f"url, {columns}")
+        return (row for row in rows if row[0] in wanted)
+
+    def resolve(self, urls: Iterable[str], depth: Mapping[str, int] | int = 0,
+                before_bulk: Callable[[], None] | None = None) -> dict[str, int]:
+        """Ids of ``urls``, creating unread rows for new ones (call inside a write txn).
+
+        ``depth`` is the crawl depth of a newly created URL: one value, or per URL.
+        ``before_bulk`` is called before the look-up and the insert, which are long SQLite
+        calls without the GIL (:meth:`_texts`, :meth:`_insert_rows`).
+        """
+        found: dict[str, int] = {}
+        miss = self._cached(urls if isinstance(urls, dict) else dict.fromkeys(urls), found)
+        if not miss:
+            return found
+        hashes = list(map(self._hash, miss))
+        max_id = self._sync()
+        cands = self._from_db(miss, hashes, found, before_bulk)
+        new = [i for i, u in enumerate(miss) if u not in found]
+        if new:
+            if before_bulk is not None:
+                before_bulk()  # no-op if _from_db called it
+            self._insert([miss[i] for i in new], [hashes[i] for i in new], max_id, depth, found,
+                         [cands[i] for i in new])
+        return found
+
+    def forget(self) -> None:
+        """Drop cached ids (after a rolled-back transaction they may not exist)."""
+        self._young.clear()
+        self._old.clear()
+        self._hosts.clear()
+        self._map.reset()
+
+    # -- internals -----------------------------------------------------------------------
     def _cached(self, urls: Iterable[str], found: dict[str, int]) -> list[str]:
         """Fill ``found`` from the cache; return the misses."""
         if not self._half:
@@ -62,17 +127,51 @@ class UrlResolver:
             found[url] = url_id
         return miss
 
-    def _from_db(self, urls: list[str], hashes: list[int], found: dict[str, int]) -> None:
-        """Look ``urls`` up by hash, comparing the text (a colliding row is skipped)."""
-        wanted = set(urls)
-        execute = self._conn.execute
-        for start in range(0, len(hashes), _CHUNK):
-            chunk = hashes[start:start + _CHUNK]
-            for url_id, url in execute(self._query(len(chunk)), chunk):
-                if url in wanted:
-                    found[url] = url_id
+    def _from_db(self, urls: list[str], hashes: list[int], found: dict[str, int],
+                 before_bulk: Callable[[], None] | None = None) -> list:
+        """Ids of ``urls`` into ``found`` (a URL sharing a stored hash but not its text is new);
+        returns the map's candidates for each hash."""
+        cands = self._map.candidates(hashes)
+        wanted = {u for u, c in zip(urls, cands) if c is not None}
+        if not wanted:
+            return cands
+        ids = _flat(cands)
+        if before_bulk is not None:
+            before_bulk()
+        texts, row_ids = self._texts(ids)
+        hit = {url: url_id for url, url_id in zip(texts, row_ids) if url in wanted}
+        found.update(hit)
         if self._half:
-            self._remember({u: found[u] for u in urls if u in found})
+            self._remember(hit)
+        return cands
+
+    def _texts(self, ids: list[int]) -> tuple[list[str], list[int]]:
+        """URLs and ids of the rows ``ids`` (same order), as ONE statement: SQLite walks the
+        rows in id order and returns two JSON arrays, so the look-up is a single long call
+        that releases the GIL throughout (producers run meanwhile), and rows cost no per-row
+        Python containers (nothing for the garbage collector to track). JSON carries every
+        text exactly (escapes for quotes, backslashes and control characters; UTF-8 else)."""
+        urls, row_ids = self._conn.execute(_TEXTS_BY_ID, (json.dumps(ids),)).fetchone()
+        return json.loads(urls), json.loads(row_ids)
+
+    def _by_ids(self, ids: list[int], columns: str) -> Iterator[tuple]:
+        """``SELECT columns`` of the rows ``ids``, in id order (neighbours share pages)."""
+        ids.sort()
+        execute = self._conn.execute
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            key = (columns, len(chunk))
+            sql = self._sql.get(key)
+            if sql is None:
+                sql = self._sql[key] = (f"SELECT {columns} FROM urls "
+                                        f"WHERE id IN ({','.join('?' * len(chunk))})")
+            yield from execute(sql, chunk)
+
+    def _sync(self) -> int:
+        """The largest stored id, after bringing the map up to it."""
+        max_id = self._conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0]
+        self._map.sync(self._conn, max_id)
+        return max_id
 
     def _remember(self, pairs: dict[str, int]) -> None:
         if len(self._young) + len(pairs) > self._half:
@@ -80,86 +179,48 @@ class UrlResolver:
             self._young = {}
         self._young.update(pairs)
 
-    def rows_by_url(self, urls: Iterable[str], columns: str) -> dict[str, tuple]:
-        """``SELECT columns`` of the stored ``urls`` (by hash, text compared), keyed by URL.
-
-        Bypasses the cache: the caller wants the row, not only the id.
-        """
-        urls = list(urls)
-        wanted = set(urls)
-        hash_fn = self._hash
-        hashes = [hash_fn(u) for u in urls]
-        out: dict[str, tuple] = {}
-        execute = self._conn.execute
-        for start in range(0, len(hashes), _CHUNK):
-            chunk = hashes[start:start + _CHUNK]
-            sql = (f"SELECT url, {columns} FROM urls "
-                   f"WHERE hash IN ({','.join('?' * len(chunk))})")
-            for row in execute(sql, chunk):
-                if row[0] in wanted:
-                    out[row[0]] = row[1:]
-        return out
-
-    def lookup(self, urls: Iterable[str]) -> dict[str, int]:
-        """Ids of the URLs already stored (unknown URLs are absent from the result)."""
-        found: dict[str, int] = {}
-        miss = self._cached(urls, found)
-        if miss:
-            self._from_db(miss, [self._hash(u) for u in miss], found)
-        return found
-
-    def resolve(self, urls: Iterable[str], depth: Mapping[str, int] | int = 0) -> dict[str, int]:
-        """Ids of ``urls``, creating unread rows for new ones (call inside a write txn).
-
-        ``depth`` is the crawl depth of a newly created URL: one value, or per URL.
-        """
-        found: dict[str, int] = {}
-        miss = self._cached(urls if isinstance(urls, dict) else dict.fromkeys(urls), found)
-        if not miss:
-            return found
-        hash_fn = self._hash
-        hashes = [hash_fn(u) for u in miss]
-        max_id = self._conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0]
-        if self._set is not None:
-            self._set.sync(self._conn, max_id)
-            known = self._set.contains(hashes)
-            ask = [(u, h) for u, h, k in zip(miss, hashes, known) if k]
-            if ask:
-                self._from_db([u for u, _ in ask], [h for _, h in ask], found)
-        else:
-            self._from_db(miss, hashes, found)
-        new = [(u, h) for u, h in zip(miss, hashes) if u not in found]
-        if new:
-            self._insert(new, max_id, depth, found)
-        return found
-
-    def _insert(self, new: list[tuple[str, int]], max_id: int,
-                depth: Mapping[str, int] | int, found: dict[str, int]) -> None:
+    # -- creation ------------------------------------------------------------------------
+    def _insert(self, urls: list[str], hashes: list[int], max_id: int,
+                depth: Mapping[str, int] | int, found: dict[str, int], cands: list) -> None:
         first = max_id + 1
-        last = max_id + len(new)
+        last = max_id + len(urls)
         if last > _MAX_ID:
             raise MetadataError(
                 f"URL id space exhausted ({_MAX_ID} URLs, child lists store int32 ids); "
                 "prune the store or start a new one")
-        hosts = [host_of(u) for u, _ in new]
+        hosts = list(map(host_of, urls))
         host_ids = self._host_ids(hosts)
-        urls = [u for u, _ in new]
+        depths = (repeat(depth, len(urls)) if isinstance(depth, int)
+                  else map(depth.get, urls, repeat(0)))
+        self._insert_rows(first, list(zip(hashes, map(host_ids.__getitem__, hosts), depths,
+                                          urls)))
         ids = range(first, last + 1)
-        depths = ([depth] * len(urls) if isinstance(depth, int)
-                  else [depth.get(u, 0) for u in urls])
-        self._conn.executemany(
-            "INSERT INTO urls (id, hash, host_id, depth, url) VALUES (?, ?, ?, ?, ?)",
-            zip(ids, [h for _, h in new], map(host_ids.__getitem__, hosts), depths, urls))
         created = dict(zip(urls, ids))
         found.update(created)
         if self._half:
             self._remember(created)
-        if self._set is not None:
-            self._set.add([h for _, h in new], last)
+        self._map.add(hashes, ids, last, present=cands)
+
+    def _insert_rows(self, first: int, rows: list[tuple[int, int, int, str]]) -> None:
+        """INSERT ``(hash, host_id, depth, url)`` rows with ids ``first, first + 1, ...``.
+
+        As ONE statement over a JSON array: SQLite inserts the whole batch in a single call
+        that releases the GIL throughout, so producer threads run meanwhile instead of
+        taking the GIL between the per-row steps of ``executemany`` (which stalls this
+        thread for a switch interval each time). A JSON text without a backslash holds every
+        URL verbatim; one that needed an escape goes through ``executemany`` instead, so the
+        stored text is always exactly the URL.
+        """
+        text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+        if "\\" in text:
+            self._conn.executemany(_INSERT_ROW,
+                                   [(first + i, *row) for i, row in enumerate(rows)])
+        else:
+            self._conn.execute(_INSERT_JSON, (first, text))
 
     def _host_ids(self, hosts: list[str]) -> dict[str, int]:
         cache = self._hosts
-        missing = list({h for h in hosts if h not in cache})
+        missing = list(set(hosts).difference(cache))
         if missing:
             self._conn.executemany("INSERT OR IGNORE INTO hosts (host) VALUES (?)",
                                    [(h,) for h in missing])
@@ -168,11 +229,3 @@ class UrlResolver:
                 sql = f"SELECT host, id FROM hosts WHERE host IN ({','.join('?' * len(chunk))})"
                 cache.update(self._conn.execute(sql, chunk))
         return cache
-
-    def forget(self) -> None:
-        """Drop cached ids (after a rolled-back transaction they may not exist)."""
-        self._young.clear()
-        self._old.clear()
-        self._hosts.clear()
-        if self._set is not None:
-            self._set.reset()

@@ -18,7 +18,7 @@ from pathlib import Path
 from metadata.connection import connect
 from metadata.errors import MetadataError
 from metadata.graph import export_graph
-from metadata.hashset import HashSet
+from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph
 from metadata.resolver import UrlResolver
 from metadata.schema import migrate
@@ -38,6 +38,9 @@ class MetadataStore:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        # The URL ids of url_ids(), shared by the threads' connections (one at a time).
+        self._ids = IdMap()
+        self._ids_lock = threading.RLock()
         self._writer: Writer | None = None
         self._closed = False
 
@@ -96,7 +99,7 @@ class MetadataStore:
         if conn is None:
             conn = connect(self.path, cache_mb=self._cache_mb)
             self._local.conn = conn
-            self._local.resolver = UrlResolver(conn, self._hash, cache_size=0)
+            self._local.resolver = UrlResolver(conn, self._hash, self._ids)
             self._local.depth = 0
             with self._lock:
                 self._conns.append(conn)
@@ -121,6 +124,7 @@ class MetadataStore:
             except BaseException:
                 conn.execute(f"ROLLBACK TO {name}")
                 conn.execute(f"RELEASE {name}")
+                self._forget_ids()
                 raise
             finally:
                 local.depth -= 1
@@ -132,6 +136,7 @@ class MetadataStore:
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
+            self._forget_ids()
             raise
         finally:
             local.depth = 0
@@ -147,11 +152,17 @@ class MetadataStore:
         self._conn()
         resolver: UrlResolver = self._local.resolver
         if create:
-            with self.atomic():
+            with self.atomic(), self._ids_lock:
                 found = resolver.resolve(urls, 0)
         else:
-            found = resolver.lookup(urls)
+            with self._ids_lock:
+                found = resolver.lookup(urls)
         return [found.get(u) for u in urls]
+
+    def _forget_ids(self) -> None:
+        """After a rollback the map may name rows that no longer exist: reload it."""
+        with self._ids_lock:
+            self._ids.reset()
 
     def url_of(self, url_id: int) -> str | None:
         row = self._conn().execute("SELECT url FROM urls WHERE id = ?", (url_id,)).fetchone()
@@ -165,15 +176,15 @@ class MetadataStore:
     def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
                max_batch_size: int | None = None,
                dead_after: int = 3, now: Callable[[], float] | None = None,
-               cache_size: int = 200_000, hash_filter: bool = True) -> Writer:
+               cache_size: int = 200_000) -> Writer:
         """Start THE writer thread (one per store at a time).
 
-        ``max_batch_size`` (default 8 × ``batch_size``): how far a batch may grow while
+        ``max_batch_size`` (default 16 × ``batch_size``): how far a batch may grow while
         the queue holds a backlog (group commit, see :mod:`metadata.writer`).
         ``dead_after``: 404/410 answers in a row after which a page is DEAD. ``now`` (e.g. a
         clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``.
-        ``cache_size``: URL→id entries kept in the writer's cache; ``hash_filter``: keep the
-        set of all URL hashes in memory (8 bytes per URL) so new URLs skip the SQLite look-up.
+        ``cache_size``: URL→id entries kept in the writer's cache. The writer also keeps a
+        map of every URL hash to its id (12 bytes per URL, :mod:`metadata.idmap`).
         """
         if self._closed:
             raise MetadataError(f"metadata store {self.path} is closed")
@@ -181,8 +192,7 @@ class MetadataStore:
             raise MetadataError(f"metadata store {self.path} already has a writer; "
                                 "share it (submit is thread-safe) or close it first")
         conn = connect(self.path, cache_mb=max(self._cache_mb, 512))
-        resolver = UrlResolver(conn, self._hash, cache_size=cache_size,
-                               hash_set=HashSet() if hash_filter else None)
+        resolver = UrlResolver(conn, self._hash, IdMap(), cache_size=cache_size)
         self._writer = Writer(conn, resolver, batch_size=batch_size,
                               flush_interval_s=flush_interval_s, dead_after=dead_after, now=now,
                               max_batch_size=max_batch_size)

@@ -1,10 +1,12 @@
 """Keys derived from a canonical URL: its 64-bit look-up hash and its host.
 
 ``urls.url`` is not indexed: a unique index on the text would store every URL twice and
-grow the b-tree by ~80 bytes per entry. Instead ``urls.hash`` (indexed, 8 bytes) holds a
-stable 64-bit digest of the URL (the first 8 bytes of its MD5: not for security, just
-uniform and the fastest stable digest in hashlib here) and a look-up compares the text of
-every row with that hash, so a collision costs one extra row read, never a wrong id.
+grow the b-tree by ~80 bytes per entry. Instead ``urls.hash`` (8 bytes) holds a stable
+64-bit digest of the URL (the first 8 bytes of its MD5: not for security, just uniform and
+the fastest stable digest in hashlib here) and a look-up compares the text of every row
+with that hash, so a collision costs one extra row read, never a wrong id. The rows with a
+hash are found through ``urls_hash`` for fetched pages (a partial index, see
+:mod:`metadata.schema`) and through :class:`metadata.idmap.IdMap` for every URL.
 """
 
 from __future__ import annotations

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from metadata.schema import FETCHED
 from metadata.urlkeys import url_hash
 
-_LATEST = """
+# A URL with versions was fetched (an XmlVersion op marks it so), hence in the hash index.
+_LATEST = f"""
 SELECT v.c14n_signature, v.md5, v.storage_key FROM xml_versions v JOIN urls u ON u.id = v.url_id
-WHERE u.hash = ? AND u.url = ? ORDER BY v.fetched_at DESC, v.id DESC LIMIT 1
+WHERE u.hash = ? AND u.url = ? AND u.{FETCHED} ORDER BY v.fetched_at DESC, v.id DESC LIMIT 1
 """
 
 _PRUNE = """

@@ -1,4 +1,4 @@
-"""In-place upgrade from schema version 1 (one row per link) keeps every datum."""
+"""In-place upgrades from schema versions 1 (one row per link) and 2 keep every datum."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     make_v1_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 2
+        assert store.schema_version == CURRENT_VERSION == 3
         assert store.url_ids(URLS, create=False) == [1, 2, 3, 4]
         g = store.export_graph()
         assert g.indptr.tolist() == [0, 3, 4, 4, 4]
@@ -58,7 +58,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
         assert store.url_ids(["http://c.example/"], create=False) == [5]
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT version, name FROM migrations ORDER BY version").fetchall() == [
-        (1, "initial schema"), (2, MIGRATIONS[2][0])]
+        (1, "initial schema"), (2, MIGRATIONS[2][0]), (3, MIGRATIONS[3][0])]
     assert conn.execute("SELECT n, length(children) FROM links ORDER BY src").fetchall() == [
         (3, 12), (1, 4)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -88,3 +88,45 @@ def test_dropped_view_is_recreated_on_open(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT count(*) FROM v_hosts").fetchone() == (0,)
     conn.close()
+
+
+def make_v2_file(path: Path) -> None:
+    """A version-2 file: one fetched page (with validators) and one discovered URL."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")
+    for version in (1, 2):
+        MIGRATIONS[version][1](conn)
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, MIGRATIONS[version][0]))
+    conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'a.example')")
+    conn.execute("INSERT INTO urls (id, hash, host_id, url, type, first_access, etag) "
+                 "VALUES (1, ?, 1, ?, 'html', 5.0, '\"e1\"')", (url_hash(URLS[0]), URLS[0]))
+    conn.execute("INSERT INTO urls (id, hash, host_id, depth, url) VALUES (2, ?, 1, 1, ?)",
+                 (url_hash(URLS[1]), URLS[1]))
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_v2_file_gets_the_partial_hash_index(tmp_path: Path) -> None:
+    from metadata.crawl_queries import validators
+
+    path = tmp_path / "v2.db"
+    make_v2_file(path)
+    with MetadataStore.open(path) as store:
+        assert store.schema_version == 3
+        assert store.url_ids([URLS[1], URLS[0], "http://new.example/"]) == [2, 1, 3]
+        conn = store.read_connection()
+        assert validators(conn, URLS[0]) == ('"e1"', None, "html")
+        assert validators(conn, URLS[1]) == (None, None, None)  # discovered, never fetched
+        plan = " ".join(r[-1] for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT url FROM urls WHERE hash = ? AND first_access IS NOT NULL",
+            (1,)))
+        conn.close()
+    assert "USING INDEX urls_hash" in plan
+    conn = sqlite3.connect(path)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'urls_hash'").fetchone()[0]
+    indexed = conn.execute("SELECT count(*) FROM urls INDEXED BY urls_hash "
+                           "WHERE hash IS NOT NULL AND first_access IS NOT NULL").fetchone()[0]
+    conn.close()
+    assert sql.endswith("WHERE first_access IS NOT NULL") and indexed == 1
