@@ -27,6 +27,7 @@ from xyro.urls import Scope, TrapGuard
 from xyro.clock import Clock, WallClock
 from xyro.config import XyroConfig
 from xyro.errors import XyroError
+from xyro.affinity import pin_process
 
 
 @dataclass
@@ -103,6 +104,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     """
     cfg, clock = app.config, app.clock
     crawl, limits, polite = cfg.crawler, cfg.crawler.limits, cfg.crawler.politeness
+    if crawl.cpus is not None:
+        pin_process(crawl.cpus)
     resolver = Resolver(clock, timeout_s=limits.dns_timeout_s, ttl_s=limits.dns_cache_ttl_s,
                         **({"getaddrinfo": getaddrinfo} if getaddrinfo else {}))
     agent = user_agent(crawl.user_agent, crawl.contact_url)

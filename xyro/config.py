@@ -216,6 +216,7 @@ class CrawlerConfig(_Section):
     dead_after_404s: int = Field(3, ge=1)
     expected_urls: int = Field(10_000_000, ge=1, le=10**12)
     seen_set_false_positive_rate: float = Field(0.001, gt=0, lt=1)
+    cpus: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
     politeness: PolitenessConfig = PolitenessConfig()
     limits: LimitsConfig = LimitsConfig()
     traps: TrapsConfig = TrapsConfig()

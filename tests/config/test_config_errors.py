@@ -71,6 +71,8 @@ FILE_CASES = [
     ("crawler:\n  user_agent: \"Xyro\\r\\nX-Evil: 1\"\n", "crawler.user_agent", 2,
      "HTTP header"),
     ("storage:\n  database: \"\"\n", "storage.database", 2, "file-system path"),
+    ("crawler:\n  cpus: []\n", "crawler.cpus", 2, "must not be empty"),
+    ("crawler:\n  cpus: [-1]\n", "crawler.cpus[0]", 2, "must be ≥ 0, got -1"),
 ]
 
 
