@@ -175,16 +175,15 @@ class MetadataStore:
     # -- writer --------------------------------------------------------------------------
     def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
                max_batch_size: int | None = None,
-               dead_after: int = 3, now: Callable[[], float] | None = None,
-               cache_size: int = 200_000) -> Writer:
+               dead_after: int = 3, now: Callable[[], float] | None = None) -> Writer:
         """Start THE writer thread (one per store at a time).
 
         ``max_batch_size`` (default 16 × ``batch_size``): how far a batch may grow while
         the queue holds a backlog (group commit, see :mod:`metadata.writer`).
         ``dead_after``: 404/410 answers in a row after which a page is DEAD. ``now`` (e.g. a
         clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``.
-        ``cache_size``: URL→id entries kept in the writer's cache. The writer also keeps a
-        map of every URL hash to its id (12 bytes per URL, :mod:`metadata.idmap`).
+        The writer keeps a map of every URL hash to its id (12 bytes per URL,
+        :mod:`metadata.idmap`).
         """
         if self._closed:
             raise MetadataError(f"metadata store {self.path} is closed")
@@ -192,7 +191,7 @@ class MetadataStore:
             raise MetadataError(f"metadata store {self.path} already has a writer; "
                                 "share it (submit is thread-safe) or close it first")
         conn = connect(self.path, cache_mb=max(self._cache_mb, 512))
-        resolver = UrlResolver(conn, self._hash, IdMap(), cache_size=cache_size)
+        resolver = UrlResolver(conn, self._hash, IdMap())
         self._writer = Writer(conn, resolver, batch_size=batch_size,
                               flush_interval_s=flush_interval_s, dead_after=dead_after, now=now,
                               max_batch_size=max_batch_size)

@@ -86,7 +86,7 @@ def test_text_compare_is_exact_for_tricky_urls(db_path: Path, hash_fn) -> None: 
     """Quotes, backslashes, control characters, NUL and non-ASCII survive the look-up: a URL
     seen again gets its id back (a copy that differs in one character would be a new row)."""
     with MetadataStore.open(db_path, hash_fn=hash_fn) as store:
-        with store.writer(cache_size=0) as w:
+        with store.writer() as w:
             w.submit(_fetch("http://q.example/", 1.0, TRICKY))
             w.flush()
             w.submit(_fetch("http://q.example/2", 2.0, TRICKY[::-1]))
@@ -129,3 +129,37 @@ def test_writer_reloads_the_map_after_a_failed_batch(db_path: Path) -> None:
         assert store.url_ids(["http://f.example/", "http://f.example/a", "http://f.example/b"],
                              create=False) == [1, 2, 3]
     assert _count(db_path) == 3
+
+
+def _two_buckets(url: str) -> int:  # every URL shares its hash with many others
+    return url_hash(url) % 2
+
+
+@pytest.mark.parametrize("hash_fn", [url_hash, _two_buckets], ids=["md5", "two-buckets"])
+@pytest.mark.parametrize("url", TRICKY, ids=range(len(TRICKY)))
+def test_each_tricky_url_alone_keeps_its_id(db_path: Path, hash_fn, url: str) -> None:  # type: ignore[no-untyped-def]
+    """One URL per batch (a batch's other URLs cannot mask an escape or a collision): the
+    URL seen again gets its stored id back."""
+    with MetadataStore.open(db_path, hash_fn=hash_fn) as store:
+        with store.writer() as w:
+            w.submit(_fetch("http://q.example/", 1.0, (url,)))
+            w.flush()
+            w.submit(_fetch("http://q.example/2", 2.0, (url,)))
+        assert store.url_ids([url], create=False) == [2]
+    assert _count(db_path) == 3
+
+
+def test_a_single_candidate_with_another_text_is_a_new_url(db_path: Path) -> None:
+    """The map names one stored row for the hash, but its text differs (a 64-bit collision):
+    the URL is new, while the stored URL seen in the same batch keeps its id."""
+    collide = {"http://p.example/a": 1, "http://p.example/b": 1,  # /b's hash is /a's,
+               "http://p.example/c": 3, "http://p.example/é": 3}  # and /é's is /c's
+    old = ("http://p.example/a", "http://p.example/c")
+    with MetadataStore.open(db_path, hash_fn=lambda u: collide.get(u, url_hash(u))) as store:
+        with store.writer() as w:
+            w.submit(_fetch("http://p.example/", 1.0, old))
+            w.flush()
+            w.submit(_fetch(old[0], 2.0, ("http://p.example/b", "http://p.example/é") + old))
+        ids = store.url_ids(["http://p.example/b", "http://p.example/é", *old], create=False)
+    assert ids == [4, 5, 2, 3]
+    assert _count(db_path) == 5

@@ -50,7 +50,7 @@ def test_hash_collisions_resolve_by_text(db_path: Path) -> None:
     urls = [f"http://c.example/{i}" for i in range(50)]
     with MetadataStore.open(db_path, hash_fn=collide) as store:
         ids = store.url_ids(urls)
-        with store.writer(cache_size=0) as w:
+        with store.writer() as w:
             w.submit(FetchRecord(urls[3], 1.0, "html", 200, b"s", children=(urls[7], "http://x/")))
         assert store.url_ids(urls, create=False) == ids
         assert store.url_ids(["http://x/"], create=False) == [51]
