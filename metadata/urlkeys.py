@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from collections.abc import Callable
 
 HashFn = Callable[[str], int]
 
 _md5 = hashlib.md5
-_from_bytes = int.from_bytes
+_first_int64 = struct.Struct("<q").unpack_from  # = int.from_bytes(digest[:8], "little",
+#                                                 signed=True), without the slice
 _NETLOC = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)")
 
 
 def url_hash(url: str) -> int:
     """Signed 64-bit hash of ``url`` (fits SQLite's INTEGER); stable across runs."""
-    digest = _md5(url.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()
-    return _from_bytes(digest[:8], "little", signed=True)
+    return _first_int64(_md5(url.encode("utf-8", "surrogatepass"),
+                             usedforsecurity=False).digest())[0]
 
 
 def host_of(url: str) -> str:
