@@ -19,6 +19,7 @@ MAX_CHILDREN = 65534
 
 #: Frontier priorities: 0 is the most urgent (loader DTD/entity requests), 4 the least.
 PRIORITIES = range(0, 5)
+_STR = frozenset({str})  # the type every URL of a record has
 
 
 def _check_url(url: object, what: str) -> None:
@@ -78,23 +79,31 @@ class FetchRecord:
     size: int | None = None
 
     def __post_init__(self) -> None:
-        _check_url(self.url, "FetchRecord.url")
-        _check_time(self.fetched_at, f"FetchRecord.fetched_at of {self.url}")
-        object.__setattr__(self, "page_type", PageType(self.page_type))
+        # Every check has a fast path that formats nothing when it passes: this runs on the
+        # crawler's threads for every page, and they share the GIL with the writer.
+        url = self.url
+        if type(url) is not str or not url:
+            _check_url(url, "FetchRecord.url")
+        t = self.fetched_at
+        if type(t) is not float or t - t != 0.0:  # t - t is NaN for an infinite t
+            _check_time(t, f"FetchRecord.fetched_at of {url}")
+        if type(self.page_type) is not PageType:
+            object.__setattr__(self, "page_type", PageType(self.page_type))
         if self.signature is not None and not isinstance(self.signature, bytes):
-            raise ValueError(f"FetchRecord.signature of {self.url} must be bytes or None")
-        if type(self.children) is not tuple:
-            object.__setattr__(self, "children", tuple(self.children))
+            raise ValueError(f"FetchRecord.signature of {url} must be bytes or None")
+        children = self.children
+        if type(children) is not tuple:
+            children = tuple(children)
+            object.__setattr__(self, "children", children)
         if type(self.enqueue) is not tuple:
             object.__setattr__(self, "enqueue", tuple(tuple(e) for e in self.enqueue))
-        # Fast path first: this runs on the crawler's threads for every page.
-        if not all(type(c) is str and c for c in self.children):
-            for child in self.children:
-                _check_url(child, f"child of {self.url}")
+        if children and (not _STR.issuperset(map(type, children)) or "" in children):
+            for child in children:
+                _check_url(child, f"child of {url}")
         if not all(type(u) is str and u and type(p) is int and 0 <= p <= 4
                    for u, p in self.enqueue):
             for child, priority in self.enqueue:
-                _check_url(child, f"enqueued child of {self.url}")
+                _check_url(child, f"enqueued child of {url}")
                 _check_priority(priority, f"enqueued child {child}")
 
 

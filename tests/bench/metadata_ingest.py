@@ -45,6 +45,42 @@ def url(k: int) -> str:
     return f"http://www.h{k % HOSTS}.example.org/section/{k // HOSTS}/page-{k}.html"
 
 
+def _child_slots(n_new: int, n_known: int) -> np.ndarray:
+    """Column of each child in ``[new..., known...]``: new and known children alternate,
+    the surplus kind comes last."""
+    both = min(n_new, n_known)
+    return np.array([x for pair in zip(range(both), range(n_new, n_new + both)) for x in pair]
+                    + list(range(both, n_new)) + list(range(n_new + both, n_new + n_known)),
+                    dtype=np.int64)
+
+
+def _child_ids(start: int, stop: int, links: int, n_new: int, coins: np.ndarray,
+               picks: np.ndarray, copy_share: float, targets: np.ndarray,
+               slots: np.ndarray) -> np.ndarray:
+    """Children of pages ``start..stop-1`` (one row each), written into ``targets``.
+
+    Page k is preceded by exactly ``k * links`` links. A copied child takes the target of
+    link ``int(pick * k * links)``; one emitted in this same block is resolved by pointer
+    jumping (each copy points to a strictly earlier link, so chains end).
+    """
+    k = np.arange(start, stop, dtype=np.int64)[:, None]
+    emitted = k * links
+    new = SEEDS + k * n_new + np.arange(n_new, dtype=np.int64)
+    pos = (picks * emitted).astype(np.int64)
+    base = start * links
+    copied = np.where(pos < base, targets[np.minimum(pos, base)], -1 - (pos - base))
+    uniform = (picks * (SEEDS + k * n_new)).astype(np.int64)
+    known = np.where((coins < copy_share) & (emitted > 0), copied, uniform)
+    flat = np.concatenate([new, known], axis=1)[:, slots].reshape(-1)
+    while True:
+        ref = flat < 0
+        if not ref.any():
+            break
+        flat[ref] = flat[-1 - flat[ref]]
+    targets[base:base + flat.size] = flat
+    return flat.reshape(-1, links)
+
+
 def records(pages: int, links: int, new_share: float, seed: int,
             copy_share: float = 0.8) -> Iterator[FetchRecord]:
     """The crawl: page k is fetched k-th; its new children are the next URLs in line.
@@ -53,33 +89,33 @@ def records(pages: int, links: int, new_share: float, seed: int,
     probability ``copy_share`` a child copies the target of a random earlier link, which
     gives the power-law in-degree of real web graphs, else it is a uniformly random known URL
     (``copy_share=0`` is the adversarial all-uniform case: no locality at all).
+
+    Child ids are drawn with numpy a block of pages at a time, so the harness spends its
+    time building the records (URL strings, ``FetchRecord`` and its checks), as a crawler
+    would, rather than drawing random numbers (it shares the GIL with the writer).
     """
     rng = np.random.default_rng(seed)
     n_new = round(links * new_share)
     n_known = links - n_new
+    slots = _child_slots(n_new, n_known)
+    new_at = [j for j, col in enumerate(slots.tolist()) if col < n_new]  # new children
     targets = np.zeros(pages * links + 1, dtype=np.int64)
-    emitted = 0
-    next_new = SEEDS
+    prefix = [f"http://www.h{h}.example.org/section/" for h in range(HOSTS)]
     html, xml = PageType.HTML, PageType.XML
     block = 4096
     for start in range(0, pages, block):
-        coins = rng.random((block, n_known)).tolist()
-        picks = rng.random((block, n_known)).tolist()
-        for k in range(start, min(start + block, pages)):
-            new_ids = list(range(next_new, next_new + n_new))
-            next_new += n_new
-            known_ids = [int(targets[int(f * emitted)]) if c < copy_share and emitted
-                         else int(f * (next_new - n_new)) for c, f in
-                         zip(coins[k - start], picks[k - start])]
-            child_ids = [x for pair in zip(new_ids, known_ids) for x in pair]
-            child_ids += new_ids[len(known_ids):] + known_ids[len(new_ids):]
-            targets[emitted:emitted + len(child_ids)] = child_ids
-            emitted += len(child_ids)
-            new = [url(j) for j in new_ids]
+        stop = min(start + block, pages)
+        coins = rng.random((block, n_known))[:stop - start]
+        picks = rng.random((block, n_known))[:stop - start]
+        rows = _child_ids(start, stop, links, n_new, coins, picks, copy_share, targets,
+                          slots).tolist()
+        for k, child_ids in zip(range(start, stop), rows):
+            children = tuple([f"{prefix[j % HOSTS]}{j // HOSTS}/page-{j}.html"
+                              for j in child_ids])
             yield FetchRecord(
                 url=url(k), fetched_at=T0 + k * 0.01, page_type=xml if k % 10 == 0 else html,
-                http_status=200, signature=k.to_bytes(16, "little"),
-                children=tuple(map(url, child_ids)), enqueue=tuple((u, 2) for u in new),
+                http_status=200, signature=k.to_bytes(16, "little"), children=children,
+                enqueue=tuple([(children[j], 2) for j in new_at]),
                 content_type="text/html", size=20_000 + k % 997)
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from metadata import Enqueue, FetchRecord, MetadataError, MetadataStore, SetRanks, SetState
+from metadata import (
+    Enqueue, FetchRecord, MetadataError, MetadataStore, PageType, SetRanks, SetState,
+)
 from metadata.schema import CURRENT_VERSION
 from metadata.urlkeys import host_of, url_hash
 
@@ -144,9 +146,14 @@ def test_bad_urls_rejected(store: MetadataStore) -> None:
 @pytest.mark.parametrize("make", [
     lambda: FetchRecord("", 1.0, "html"),
     lambda: FetchRecord("http://a/", float("nan"), "html"),
+    lambda: FetchRecord("http://a/", float("-inf"), "html"),
+    lambda: FetchRecord("http://a/", "1.0", "html"),  # type: ignore[arg-type]
     lambda: FetchRecord("http://a/", 1.0, "pdf"),
     lambda: FetchRecord("http://a/", 1.0, "html", signature="abc"),  # type: ignore[arg-type]
     lambda: FetchRecord("http://a/", 1.0, "html", children=("",)),
+    lambda: FetchRecord("http://a/", 1.0, "html", children=("http://b/", "")),
+    lambda: FetchRecord("http://a/", 1.0, "html", children=("http://b/", None)),
+    lambda: FetchRecord("http://a/", 1.0, "html", children=[b"http://b/"]),
     lambda: FetchRecord("http://a/", 1.0, "html", enqueue=(("http://b/", 9),)),
     lambda: Enqueue("http://a/", -1),
     lambda: Enqueue("http://a/", 1, not_before=float("inf")),
@@ -158,6 +165,18 @@ def test_bad_urls_rejected(store: MetadataStore) -> None:
 def test_bad_ops_fail_at_construction(make) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError):
         make()
+
+
+class _Url(str):
+    pass
+
+
+def test_good_fetch_records_pass_the_fast_checks_or_the_slow_ones() -> None:
+    rec = FetchRecord(_Url("http://a/"), 5, "xml", children=[_Url("http://b/"), "http://c/"],
+                      enqueue=[["http://b/", 2]])
+    assert rec.children == ("http://b/", "http://c/")
+    assert rec.enqueue == (("http://b/", 2),)
+    assert rec.page_type is PageType.XML and rec.fetched_at == 5
 
 
 def np_ids():  # type: ignore[no-untyped-def]
