@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
+from itertools import chain, count
 from operator import itemgetter
+
+import numpy as np
 
 from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType,
-    SetOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
 )
 from metadata.resolver import UrlResolver
-from metadata.schema import pack_children
 
 _DEAD_STATUSES = frozenset({404, 410})
 _CHUNK = 500
@@ -90,33 +92,58 @@ class BatchApplier:
             state.update(self._read_state([ids[op.url] for op in fetches
                                            if ids[op.url] not in state]))
         self._state = state
-        child_depth = self._child_depths(ops, fetches, ids, state)
-        if child_depth:
-            ids.update(self._resolver.resolve(child_depth, child_depth, before_bulk=wake))
+        self._children(ops, fetches, ids, state, wake)
         return ids
 
-    @staticmethod
-    def _child_depths(ops: Sequence[Op], fetches: list[FetchRecord], ids: dict[str, int],
-                      state: dict[int, tuple]) -> dict[str, int]:
-        """Children, enqueued and awaited URLs of the batch → depth of a new row: the smallest
-        parent depth + 1 (awaited DTDs/entities: 0 unless also a child), in first-seen order
-        with parents by increasing depth (the ids of new URLs follow that order)."""
-        depth_of = [(state[ids[op.url]][_DEPTH] + 1, op) for op in fetches
-                    if op.children or op.enqueue]
-        depth_of.sort(key=itemgetter(0))
-        child_depth: dict[str, int] = {}
-        put = child_depth.setdefault  # parents by increasing depth: the first depth stays
-        for d, op in depth_of:
+    def _children(self, ops: Sequence[Op], fetches: list[FetchRecord], ids: dict[str, int],
+                  state: dict[int, tuple], wake: Callable[[], None]) -> None:
+        """Ids of the batch's children, enqueued and awaited URLs, created where new with the
+        smallest parent depth + 1 (awaited DTDs/entities: 0 unless also a child).
+
+        Parents go by increasing depth and their URLs into one flat sequence; ``setdefault``
+        with a running count gives each URL the position where it first occurs (the ids of
+        new URLs follow that order, and its parent there has the smallest depth). Each
+        fetch then finds its children's ids as a slice of one array: ``_kid_at`` maps the
+        record to ``(offset, number of children, offset of its enqueued URLs)``.
+        """
+        parents = [(state[ids[op.url]][_DEPTH] + 1, op) for op in fetches
+                   if op.children or op.enqueue]
+        parents.sort(key=itemgetter(0))
+        parts: list[Sequence[str]] = []
+        depths: list[int] = []
+        sizes: list[int] = []
+        kid_at: dict[int, tuple[int, int, int]] = {}
+        offset = 0
+        for d, op in parents:
             kids = op.children
-            for url in (kids if len(kids) <= MAX_CHILDREN else kids[:MAX_CHILDREN]):
-                put(url, d)
-            for url, _ in op.enqueue:
-                put(url, d)
+            if len(kids) > MAX_CHILDREN:
+                kids = kids[:MAX_CHILDREN]
+            enqueued = [url for url, _ in op.enqueue]
+            kid_at[id(op)] = (offset, len(kids), offset + len(kids))
+            parts += (kids, enqueued)
+            size = len(kids) + len(enqueued)
+            depths.append(d)
+            sizes.append(size)
+            offset += size
         for op in ops:
-            if type(op) is SetPending:
-                for url in op.waiting_for:
-                    put(url, 0)
-        return child_depth
+            if type(op) is SetPending and op.waiting_for:
+                parts.append(op.waiting_for)
+                depths.append(0)
+                sizes.append(len(op.waiting_for))
+        self._kid_at = kid_at
+        if not parts:
+            self._kid_ids, self._kid_blob = [], b""
+            return
+        first_seen: dict[str, int] = {}
+        at = np.array(list(map(first_seen.setdefault, chain.from_iterable(parts), count())),
+                      dtype=np.int64)
+        firsts = np.fromiter(first_seen.values(), dtype=np.int64, count=len(first_seen))
+        url_depth = np.repeat(np.array(depths, dtype=np.int64), sizes)[firsts]
+        found = self._resolver.resolve_list(list(first_seen), url_depth.tolist(),
+                                            before_bulk=wake)
+        kid_ids = found[np.searchsorted(firsts, at)]
+        self._kid_ids = kid_ids.tolist()
+        self._kid_blob = kid_ids.astype("<i4").tobytes()  # child lists: little-endian int32
 
     def _read_state(self, url_ids: list[int]) -> dict[int, tuple]:
         state: dict[int, tuple] = {}
@@ -232,11 +259,13 @@ class BatchApplier:
                     else _TYPE_VALUE[rec.page_type])
         self._state[url_id] = tuple(s)
         self._dirty.add(url_id)
+        kid_at = self._kid_at.get(id(rec))
         if has_content and not rec.not_modified:
-            kids = rec.children
-            if len(kids) > MAX_CHILDREN:
-                kids = kids[:MAX_CHILDREN]
-            self._links[url_id] = (len(kids), pack_children(list(map(ids.__getitem__, kids))))
+            if kid_at is None:
+                self._links[url_id] = (0, b"")
+            else:
+                start, n, _ = kid_at
+                self._links[url_id] = (n, self._kid_blob[4 * start:4 * (start + n)])
         host_id = s[_HOST_ID]
         fetches, errors, last = self._hosts.get(host_id, (0, 0, t))
         if rec.error_kind is not None:
@@ -246,8 +275,10 @@ class BatchApplier:
         self._hosts[host_id] = (fetches + 1, errors, max(last, t))
         frontier = self._frontier
         frontier[url_id] = _DELETE
-        for url, priority in rec.enqueue:
-            child = ids[url]
+        if kid_at is None or not rec.enqueue:
+            return
+        at = kid_at[2]
+        for child, (_, priority) in zip(self._kid_ids[at:at + len(rec.enqueue)], rec.enqueue):
             prev = frontier.get(child)
             if prev is None:  # the common case, inlined: a new entry
                 frontier[child] = (priority, t, 0.0, False)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
+
+import numpy as np
 
 from metadata.errors import MetadataError
 from metadata.idmap import IdMap
@@ -31,12 +33,20 @@ _INSERT_JSON = ("INSERT INTO urls (id, hash, host_id, depth, url) SELECT ?1 + ke
 _INSERT_ROW = "INSERT INTO urls (id, hash, host_id, depth, url) VALUES (?, ?, ?, ?, ?)"
 
 
-def _flat(cands: list[int | list[int] | None]) -> list[int]:
+def _flat(cands: list[int | list[int]]) -> list[int]:
     """The ids :meth:`IdMap.candidates` named (a list where hashes collide)."""
     ids = [c for c in cands if type(c) is int]
     if len(ids) < len(cands):
         ids.extend(i for c in cands if type(c) is list for i in c)
     return ids
+
+
+def _same_text(url: str, cand: int | list[int], text_of: dict[int, str]) -> int:
+    """The id among ``cand`` whose stored text is ``url``, or -1 (a new URL)."""
+    for url_id in ([cand] if type(cand) is int else cand):
+        if text_of.get(url_id) == url:
+            return url_id
+    return -1
 
 
 class UrlResolver:
@@ -57,12 +67,12 @@ class UrlResolver:
     # -- look-ups ------------------------------------------------------------------------
     def lookup(self, urls: Iterable[str]) -> dict[str, int]:
         """Ids of the URLs already stored (unknown URLs are absent from the result)."""
-        found: dict[str, int] = {}
         urls = list(dict.fromkeys(urls))
-        if urls:
-            self._sync()
-            self._from_db(urls, list(map(self._hash, urls)), found)
-        return found
+        if not urls:
+            return {}
+        self._sync()
+        ids, _ = self._from_db(urls, list(map(self._hash, urls)))
+        return {url: url_id for url, url_id in zip(urls, ids.tolist()) if url_id >= 0}
 
     def rows_by_url(self, urls: Iterable[str], columns: str) -> Iterator[tuple]:
         """``(url, columns...)`` of the stored ``urls`` (text compared), in id order."""
@@ -78,23 +88,38 @@ class UrlResolver:
         """Ids of ``urls``, creating unread rows for new ones (call inside a write txn).
 
         ``depth`` is the crawl depth of a newly created URL: one value, or per URL.
+        """
+        urls = list(urls if isinstance(urls, dict) else dict.fromkeys(urls))
+        depths = (depth if isinstance(depth, int)
+                  else list(map(depth.get, urls, repeat(0))))  # type: ignore[union-attr]
+        return dict(zip(urls, self.resolve_list(urls, depths, before_bulk).tolist()))
+
+    def resolve_list(self, urls: list[str], depths: Sequence[int] | int = 0,
+                     before_bulk: Callable[[], None] | None = None) -> np.ndarray:
+        """Ids of the distinct ``urls``, aligned with them (int64), creating unread rows for
+        new ones with crawl depth ``depths`` (one value, or one per URL); call inside a write
+        transaction.
+
+        Aligned lists rather than URL-keyed dicts: a batch resolves hundreds of thousands of
+        URLs, and every dict probe by URL touches a string far away in memory.
         ``before_bulk`` is called before the look-up and the insert, which are long SQLite
         calls without the GIL (:meth:`_texts`, :meth:`_insert_rows`).
         """
-        found: dict[str, int] = {}
-        urls = list(urls if isinstance(urls, dict) else dict.fromkeys(urls))
         if not urls:
-            return found
+            return np.empty(0, dtype=np.int64)
         hashes = list(map(self._hash, urls))
         max_id = self._sync()
-        cands = self._from_db(urls, hashes, found, before_bulk)
-        if len(found) < len(urls):
-            new = [i for i, u in enumerate(urls) if u not in found]
+        ids, cands = self._from_db(urls, hashes, before_bulk)
+        new = np.flatnonzero(ids < 0)
+        if new.size:
             if before_bulk is not None:
                 before_bulk()  # no-op if _from_db called it
-            self._insert([urls[i] for i in new], [hashes[i] for i in new], max_id, depth, found,
-                         [cands[i] for i in new])
-        return found
+            at = new.tolist()
+            self._insert([urls[i] for i in at], [hashes[i] for i in at], max_id,
+                         depths if isinstance(depths, int) else [depths[i] for i in at],
+                         [cands[i] for i in at])
+            ids[new] = np.arange(max_id + 1, max_id + 1 + new.size)
+        return ids
 
     def forget(self) -> None:
         """Drop what may name rolled-back rows (after a failed transaction)."""
@@ -102,33 +127,34 @@ class UrlResolver:
         self._map.reset()
 
     # -- internals -----------------------------------------------------------------------
-    def _from_db(self, urls: list[str], hashes: list[int], found: dict[str, int],
-                 before_bulk: Callable[[], None] | None = None) -> list:
-        """Ids of the stored ``urls`` into ``found`` (a URL sharing a stored hash but not its
-        text is new); returns the map's candidates for each hash.
+    def _from_db(self, urls: list[str], hashes: list[int],
+                 before_bulk: Callable[[], None] | None = None) -> tuple[np.ndarray, list]:
+        """Ids of the stored ``urls``, aligned with them (-1: new; a URL sharing a stored
+        hash but not its text is new), and the map's candidates for each hash.
 
         Measured against comparing the texts inside SQLite and returning only the pairs that
         differ: that query re-parses each pair's JSON and cost more than reading the texts
         back (ingest benchmark, 86 against 83 µs per page).
         """
         cands = self._map.candidates(hashes)
-        wanted = {u for u, c in zip(urls, cands) if c is not None}
-        if not wanted:
-            return cands
+        if cands.count(None) == len(cands):
+            return np.full(len(urls), -1, dtype=np.int64), cands
         if before_bulk is not None:
             before_bulk()
-        texts, row_ids = self._texts(_flat(cands))
-        found.update((url, url_id) for url, url_id in zip(texts, row_ids) if url in wanted)
-        return cands
+        text_of = self._texts(_flat([c for c in cands if c is not None]))
+        get = text_of.get
+        ids = [-1 if c is None else c if type(c) is int and get(c) == url
+               else _same_text(url, c, text_of) for url, c in zip(urls, cands)]
+        return np.array(ids, dtype=np.int64), cands
 
-    def _texts(self, ids: list[int]) -> tuple[list[str], list[int]]:
-        """URLs and ids of the rows ``ids`` (same order), as ONE statement: SQLite walks the
-        rows in id order and returns two JSON arrays, so the look-up is a single long call
-        that releases the GIL throughout (producers run meanwhile), and rows cost no per-row
+    def _texts(self, ids: list[int]) -> dict[int, str]:
+        """Id → URL of the rows ``ids``, read by ONE statement: SQLite walks the rows in id
+        order and returns two JSON arrays, so the look-up is a single long call that
+        releases the GIL throughout (producers run meanwhile), and rows cost no per-row
         Python containers (nothing for the garbage collector to track). JSON carries every
         text exactly (escapes for quotes, backslashes and control characters; UTF-8 else)."""
         urls, row_ids = self._conn.execute(_TEXTS_BY_ID, (json.dumps(ids),)).fetchone()
-        return json.loads(urls), json.loads(row_ids)
+        return dict(zip(json.loads(row_ids), json.loads(urls)))
 
     def _by_ids(self, ids: list[int], columns: str) -> Iterator[tuple]:
         """``SELECT columns`` of the rows ``ids``, in id order (neighbours share pages)."""
@@ -151,7 +177,8 @@ class UrlResolver:
 
     # -- creation ------------------------------------------------------------------------
     def _insert(self, urls: list[str], hashes: list[int], max_id: int,
-                depth: Mapping[str, int] | int, found: dict[str, int], cands: list) -> None:
+                depths: list[int] | int, cands: list) -> None:
+        """Rows for the new ``urls`` with ids ``max_id + 1, ...``; the map learns them."""
         first = max_id + 1
         last = max_id + len(urls)
         if last > _MAX_ID:
@@ -160,13 +187,10 @@ class UrlResolver:
                 "prune the store or start a new one")
         hosts = list(map(host_of, urls))
         host_ids = self._host_ids(hosts)
-        depths = (repeat(depth, len(urls)) if isinstance(depth, int)
-                  else map(depth.get, urls, repeat(0)))
-        self._insert_rows(first, list(zip(hashes, map(host_ids.__getitem__, hosts), depths,
-                                          urls)))
-        ids = range(first, last + 1)
-        found.update(zip(urls, ids))
-        self._map.add(hashes, ids, last, present=cands)
+        self._insert_rows(first, list(zip(
+            hashes, map(host_ids.__getitem__, hosts),
+            repeat(depths, len(urls)) if isinstance(depths, int) else depths, urls)))
+        self._map.add(hashes, range(first, last + 1), last, present=cands)
 
     def _insert_rows(self, first: int, rows: list[tuple[int, int, int, str]]) -> None:
         """INSERT ``(hash, host_id, depth, url)`` rows with ids ``first, first + 1, ...``.

@@ -77,3 +77,24 @@ def test_new_urls_get_smallest_parent_depth_and_first_seen_ids(db_path: Path) ->
     # y is a child of both and keeps the smaller depth; the awaited DTD gets depth 0.
     assert got == [(root, 0, 1), (deep, 1, 2), (y, 1, 3), (z, 1, 4), (w_url, 1, 5),
                    (x, 2, 6), ("http://d.example/dtd", 0, 7)]
+
+
+def test_child_lists_keep_order_duplicates_and_self_links_in_one_batch(db_path: Path) -> None:
+    """Children resolve through one flat sequence per batch: each page still gets its own
+    ordered list, duplicates and a link to itself included, even for a record given twice."""
+    a, b, c = (f"http://o.example/{n}" for n in "abc")
+    twice = FetchRecord(a, 1.0, PageType.HTML, 200, b"a" * 16, children=(b, c, b, a),
+                        enqueue=((c, 2),))
+    with MetadataStore.open(db_path) as store:
+        with store.writer(batch_size=100, flush_interval_s=5.0) as w:
+            w.submit(twice)
+            w.submit(FetchRecord(b, 2.0, PageType.HTML, 200, b"b" * 16, children=(c, a)))
+            w.submit(twice)
+        ids = dict(zip((a, b, c), store.url_ids([a, b, c])))
+        graph = store.export_graph()
+        frontier = [r.url for r in store.frontier_rows()]
+    row_of = {url: graph.indices[graph.indptr[i - 1]:graph.indptr[i]].tolist()
+              for url, i in ids.items()}
+    assert row_of[a] == [ids[b] - 1, ids[c] - 1, ids[b] - 1, ids[a] - 1]
+    assert row_of[b] == [ids[c] - 1, ids[a] - 1]
+    assert frontier == [c]
