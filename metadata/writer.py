@@ -11,7 +11,7 @@ ops are already waiting, the batch keeps growing up to ``max_batch_size`` (defau
 ``batch_size``). Per-commit costs (index pages rewritten into the WAL, the look-up and
 insert statements, the id map's array work) are shared by more pages in a large batch, so a
 saturated writer commits bigger batches and catches up (ingest benchmark, 600,000 pages:
-9,060 pages/s with batches of up to 16,000 pages, 9,520 with 32,000), while a lightly
+11,871 pages/s with batches of up to 16,000 pages, 12,382 with 32,000), while a lightly
 loaded one keeps latency at ``flush_interval_s``. The queue holds up to ``max_batch_size``
 ops, so memory stays bounded (about 250 MB for 32,000 pages of ten links in flight).
 

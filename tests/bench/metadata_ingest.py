@@ -4,9 +4,13 @@ Simulates a breadth-first crawl: page k is URL k; each fetched page has ``--link
 ``--new-share`` of them brand-new URLs (created as unread rows with host and depth, and
 enqueued), the rest already-known URLs (copying model: power-law in-degree, see
 ``records``; ``--copy-share 0`` makes them all uniform, the no-locality worst case).
-Hosts are interleaved (URL k is on host k mod 20,000), as a polite crawler interleaves them. Every fetch goes through
-``Writer.submit`` (one op per page) and batched transactions; the clock is stopped after the
-final flush. Then the ~N×links-link graph is exported to CSR.
+Hosts are interleaved (URL k is on host k mod 20,000), as a polite crawler interleaves
+them. Every fetch goes through ``Writer.submit`` (one op per page) and batched transactions;
+the clock is stopped after the final flush. ``pages_per_s`` is over the whole run;
+``second_half_pages_per_s`` and ``last_tenth_pages_per_s`` are the sustained rates as the
+database grows (committed pages, see ``_Commits``; present when the run spans several
+batches), and the target holds for both the whole run and the last tenth. Then the
+~N×links-link graph is exported to CSR.
 
 Peer, same run: the same writer with batch_size=max_batch_size=1 (one transaction per
 fetch) on a fresh slice of ``--peer-pages`` pages, against the batched writer on the same
@@ -35,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from metadata import Enqueue, FetchRecord, MetadataStore, PageType
+from metadata.writer import Writer
 
 HOSTS = 20_000
 SEEDS = 100
@@ -119,6 +124,36 @@ def records(pages: int, links: int, new_share: float, seed: int,
                 content_type="text/html", size=20_000 + k % 997)
 
 
+class _Commits:
+    """Committed pages over time, read off the writer's counter as the run goes: does the
+    rate hold as the database grows?
+
+    Measured from the first commit past half (a tenth) of the pages to the final flush, so
+    the figure covers whole batches the writer committed; the producer's own marks would
+    count pages merely queued (a batch holds up to 32,000 pages, about three seconds).
+    """
+
+    def __init__(self, writer: Writer, other_ops: int, pages: int) -> None:
+        self._writer = writer
+        self._other = other_ops  # ops that are not pages (the seeds)
+        self._pages = pages
+        self._first_past: dict[float, tuple[int, float]] = {}  # share -> (pages, time)
+
+    def poll(self) -> None:
+        done = self._writer.stats["ops_written"] - self._other
+        for share in (0.5, 0.9):
+            if share not in self._first_past and done >= share * self._pages:
+                self._first_past[share] = (done, time.perf_counter())
+
+    def sustained(self, end: float) -> dict:
+        out = {}
+        for share, key in ((0.5, "second_half_pages_per_s"), (0.9, "last_tenth_pages_per_s")):
+            if share in self._first_past:
+                done, at = self._first_past[share]
+                out[key] = round((self._pages - done) / (end - at), 1)
+        return out
+
+
 def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int,
            label: str, max_batch_size: int | None = None, copy_share: float = 0.8) -> dict:
     with MetadataStore.open(path) as store:
@@ -128,10 +163,13 @@ def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int
         for k in range(SEEDS):
             writer.submit(Enqueue(url(k), 1, enqueued_at=T0))
         marks: list[tuple[int, float]] = [(0, started)]
+        commits = _Commits(writer, SEEDS, pages)
         step = max(pages // 10, 1)
         for i, rec in enumerate(records(pages, links, new_share, seed=1,
                                               copy_share=copy_share), 1):
             writer.submit(rec)
+            if i % 1024 == 0:
+                commits.poll()
             if i % step == 0:
                 marks.append((i, time.perf_counter()))
                 rate = step / (marks[-1][1] - marks[-2][1])
@@ -159,9 +197,7 @@ def ingest(path: Path, pages: int, links: int, new_share: float, batch_size: int
             "db_bytes": size,
             "bytes_per_url": round(size / urls, 1),
         }
-        if len(marks) > 2:  # throughput over the last tenth: does it hold as the DB grows?
-            (i0, t0), (i1, t1) = marks[-2], marks[-1]
-            result["last_tenth_pages_per_s"] = round((i1 - i0) / (t1 - t0), 1)
+        result.update(commits.sustained(started + elapsed))
         return result
 
 
@@ -230,7 +266,9 @@ def main() -> None:
                    round(ours_slice["pages_per_s"] / peer["pages_per_s"], 2)},
         "targets": {"pages_per_s_min": 10_000, "export_csr_seconds_max": 5.0,
                     "peak_rss_mb_max": 2048,
-                    "met": bool(ours["pages_per_s"] >= 10_000
+                    "met": bool(min(ours["pages_per_s"], ours.get("last_tenth_pages_per_s",
+                                                                   ours["pages_per_s"]))
+                                >= 10_000
                                 and ours["export_csr_seconds"] <= 5.0
                                 and ours["peak_rss_mb"] <= 2048)},
         "params": {"links_per_page": args.links, "new_share": args.new_share,
