@@ -115,7 +115,10 @@ class UrlResolver:
             if before_bulk is not None:
                 before_bulk()  # no-op if _from_db called it
             at = new.tolist()
-            self._insert([urls[i] for i in at], [hashes[i] for i in at], max_id,
+            fresh = [urls[i] for i in at]
+            if len(set(fresh)) < len(fresh):  # two rows for one URL would break its id
+                raise ValueError("resolve_list() needs distinct URLs; use resolve()")
+            self._insert(fresh, [hashes[i] for i in at], max_id,
                          depths if isinstance(depths, int) else [depths[i] for i in at],
                          [cands[i] for i in at])
             ids[new] = np.arange(max_id + 1, max_id + 1 + new.size)

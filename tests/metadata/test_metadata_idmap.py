@@ -10,6 +10,7 @@ import pytest
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.connection import connect
 from metadata.idmap import IdMap
+from metadata.resolver import UrlResolver
 from metadata.urlkeys import url_hash
 
 TRICKY = ('http://q.example/a"b', "http://q.example/back\\slash", "http://q.example/\x01ctl",
@@ -163,3 +164,19 @@ def test_a_single_candidate_with_another_text_is_a_new_url(db_path: Path) -> Non
         ids = store.url_ids(["http://p.example/b", "http://p.example/é", *old], create=False)
     assert ids == [4, 5, 2, 3]
     assert _count(db_path) == 5
+
+
+def test_resolve_list_refuses_a_repeated_new_url(db_path: Path) -> None:
+    MetadataStore.open(db_path).close()
+    conn = connect(db_path)
+    try:
+        resolver = UrlResolver(conn, url_hash, IdMap())
+        conn.execute("BEGIN IMMEDIATE")
+        assert resolver.resolve_list(["http://r.example/a"]).tolist() == [1]
+        twice = ["http://r.example/a", "http://r.example/a"]
+        assert resolver.resolve_list(twice).tolist() == [1, 1]  # known: the same id twice
+        with pytest.raises(ValueError, match="distinct URLs"):
+            resolver.resolve_list(["http://r.example/b", "http://r.example/b"])
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
