@@ -20,10 +20,12 @@ previous one (MD5), and that is all a policy learns. Policies:
 * variants of the planner's estimation (all reported; ``xyleme`` is ``xyleme_mle``):
   ``xyleme_eb`` posterior-mean λ under an empirical-Bayes prior fitted by EM over all
   pages (refresh.bayes); ``xyleme_eb_probe`` the same, pages read only once re-read within
-  10 units; ``xyleme_mle_lm`` / ``xyleme_eb_lm``: half of the sites (a site = 1000
-  consecutive cnr-2000 node ids) send reliable Last-Modified dates, used by the
-  Last-Modified MLE / Last-Modified likelihood rows (the initial read already gives one
-  change and its age).
+  10 units; ``xyleme_true_prior`` posterior means under the TRUE population law of λ
+  (log-uniform on [0.01, 10]) instead of a fitted one: the information limit of what the
+  reads tell about each page, for any estimator that plugs in a point value;
+  ``xyleme_mle_lm`` / ``xyleme_eb_lm``: half of the sites (a site = 1000 consecutive
+  cnr-2000 node ids) send reliable Last-Modified dates, used by the Last-Modified MLE /
+  Last-Modified likelihood rows (the initial read already gives one change and its age).
 * ``round_robin``: t = N/G for every page.
 * ``change_proportional``: t ∝ 1/λ̂ (same online MLE estimates), water-filled to G, same
   clamps; ``change_proportional_eb`` with the empirical-Bayes estimates.
@@ -244,15 +246,20 @@ class BayesRates:
     Last-Modified rows (the first read: a change of age ``age0``)."""
 
     def __init__(self, n: int, lm: np.ndarray | None = None,
-                 age0: np.ndarray | None = None) -> None:
+                 age0: np.ndarray | None = None, true_prior: bool = False) -> None:
         self.grid = rate_grid(1e-4, GRID_TOP, 64)
+        # The information limit: the population's true law (log-uniform on [0.01, 10]),
+        # known exactly instead of fitted; each page's rate still comes from its reads.
+        self.fixed = (((self.grid >= 0.01) & (self.grid <= 10.0)).astype(np.float64)
+                      if true_prior else None)
         self.loglik = np.zeros((n, self.grid.size))
         self.lm = np.zeros(n, dtype=bool) if lm is None else lm
         self.reads = np.ones(n, dtype=np.int64)
         if self.lm.any():
             self.loglik[self.lm] = last_modified_loglik(age0[self.lm], np.ones(int(self.lm.sum())),
                                                         self.grid)
-        self.prior = fit_prior(self.loglik)
+        self.prior = (self.fixed / self.fixed.sum() if self.fixed is not None
+                      else fit_prior(self.loglik))
         self.estimate = posterior_mean(self.loglik, self.grid, self.prior)
 
     def observe(self, ids: np.ndarray, interval: np.ndarray, changed: np.ndarray,
@@ -264,7 +271,8 @@ class BayesRates:
             rows[lm] = last_modified_loglik(np.where(changed[lm], age[lm], interval[lm]),
                                             changed[lm].astype(float), self.grid)
         self.loglik[ids] += rows
-        self.prior = fit_prior(self.loglik, self.prior, iterations=30)
+        if self.fixed is None:
+            self.prior = fit_prior(self.loglik, self.prior, iterations=30)
         self.estimate = posterior_mean(self.loglik, self.grid, self.prior)
 
 
@@ -360,6 +368,7 @@ VARIANTS: dict[str, tuple[str, bool, float | None]] = {
     "xyleme_mle": ("mle", False, None),
     "xyleme_eb": ("bayes", False, None),
     "xyleme_eb_probe": ("bayes", False, 10.0),
+    "xyleme_true_prior": ("true_prior", False, None),
     "xyleme_mle_lm": ("mle", True, None),
     "xyleme_mle_lm_shrunk": ("mle_shrunk", True, None),
     "xyleme_eb_lm": ("bayes", True, None),
@@ -375,7 +384,7 @@ def make_estimator(kind: str, n: int, lm: np.ndarray | None,
         return OnlineRates(n, 1.0, lm, age0)
     if kind == "mle_shrunk":
         return OnlineRates(n, 1.0, lm, age0, lm_shape=1.0)
-    return BayesRates(n, lm, age0)
+    return BayesRates(n, lm, age0, true_prior=kind == "true_prior")
 
 
 def diagnostics(policy: PlannerPolicy | SchedulePolicy, imp: np.ndarray, rates: np.ndarray,
