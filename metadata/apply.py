@@ -20,6 +20,7 @@ from metadata.records import (
     SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
 )
 from metadata.resolver import UrlResolver
+from metadata.schema import pack_children
 
 _DEAD_STATUSES = frozenset({404, 410})
 _CHUNK = 500
@@ -143,7 +144,7 @@ class BatchApplier:
                                             before_bulk=wake)
         kid_ids = found[np.searchsorted(firsts, at)]
         self._kid_ids = kid_ids.tolist()
-        self._kid_blob = kid_ids.astype("<i4").tobytes()  # child lists: little-endian int32
+        self._kid_blob = pack_children(kid_ids)
 
     def _read_state(self, url_ids: list[int]) -> dict[int, tuple]:
         state: dict[int, tuple] = {}

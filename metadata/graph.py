@@ -14,6 +14,7 @@ import sqlite3
 import numpy as np
 
 from metadata.records import TYPE_CODES, Graph
+from metadata.schema import CHILD_DTYPE
 
 _CODE = "CASE type " + " ".join(f"WHEN '{name}' THEN {code}"
                                 for code, name in enumerate(TYPE_CODES) if code) + " ELSE 0 END"
@@ -37,7 +38,7 @@ def export_graph(conn: sqlite3.Connection) -> Graph:
         srcs, blobs = zip(*rows)
         src = np.fromiter(srcs, dtype=np.int64, count=len(srcs))
         degree[src - 1] = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // 4
-        indices = np.frombuffer(b"".join(blobs), dtype="<i4").astype(np.int32) - 1
+        indices = np.frombuffer(b"".join(blobs), dtype=CHILD_DTYPE).astype(np.int32) - 1
     else:
         indices = np.zeros(0, dtype=np.int32)
     indptr = np.zeros(n + 1, dtype=np.int64)

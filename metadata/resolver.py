@@ -33,7 +33,7 @@ _INSERT_JSON = ("INSERT INTO urls (id, hash, host_id, depth, url) SELECT ?1 + ke
 _INSERT_ROW = "INSERT INTO urls (id, hash, host_id, depth, url) VALUES (?, ?, ?, ?, ?)"
 
 
-def _flat(cands: list[int | list[int]]) -> list[int]:
+def _flat(cands: list[int | list[int] | None]) -> list[int]:
     """The ids :meth:`IdMap.candidates` named (a list where hashes collide)."""
     ids = [c for c in cands if type(c) is int]
     if len(ids) < len(cands):
@@ -144,7 +144,7 @@ class UrlResolver:
             return np.full(len(urls), -1, dtype=np.int64), cands
         if before_bulk is not None:
             before_bulk()
-        text_of = self._texts(_flat([c for c in cands if c is not None]))
+        text_of = self._texts(_flat(cands))
         get = text_of.get
         ids = [-1 if c is None else c if type(c) is int and get(c) == url
                else _same_text(url, c, text_of) for url, c in zip(urls, cands)]

@@ -30,9 +30,9 @@ helper because a file written by a *newer* Xyro must be refused, which needs ord
 from __future__ import annotations
 
 import sqlite3
-import sys
-from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
@@ -162,16 +162,12 @@ CREATE INDEX urls_due ON urls(due_unit) WHERE due_unit IS NOT NULL;
 """
 
 
-_BIG_ENDIAN = sys.byteorder == "big"
-_INT32 = next(code for code in "ilh" if array(code).itemsize == 4)
+CHILD_DTYPE = "<i4"  # a child list BLOB (schema v2): little-endian int32 ids, page order
 
 
-def pack_children(ids: list[int]) -> bytes:
-    """Child ids as the v2 BLOB: little-endian int32, page order kept."""
-    packed = array(_INT32, ids)
-    if _BIG_ENDIAN:
-        packed.byteswap()
-    return packed.tobytes()
+def pack_children(ids: Sequence[int] | np.ndarray) -> bytes:
+    """Child ids as the v2 BLOB (:data:`CHILD_DTYPE`), page order kept."""
+    return np.asarray(ids, dtype=CHILD_DTYPE).tobytes()
 
 
 def _create_v1(conn: sqlite3.Connection) -> None:

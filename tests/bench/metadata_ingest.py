@@ -33,7 +33,7 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +46,18 @@ SEEDS = 100
 T0 = 1_767_225_600.0
 
 
+_HOST_PREFIX = tuple(f"http://www.h{h}.example.org/section/" for h in range(HOSTS))
+
+
+def urls(ks: Iterable[int]) -> list[str]:
+    """URL of page k, for each k (the one spelling; the host part is looked up, not
+    formatted, as the harness makes ten of these per page)."""
+    prefix = _HOST_PREFIX
+    return [f"{prefix[k % HOSTS]}{k // HOSTS}/page-{k}.html" for k in ks]
+
+
 def url(k: int) -> str:
-    return f"http://www.h{k % HOSTS}.example.org/section/{k // HOSTS}/page-{k}.html"
+    return urls((k,))[0]
 
 
 def _child_slots(n_new: int, n_known: int) -> np.ndarray:
@@ -105,7 +115,6 @@ def records(pages: int, links: int, new_share: float, seed: int,
     slots = _child_slots(n_new, n_known)
     new_at = [j for j, col in enumerate(slots.tolist()) if col < n_new]  # new children
     targets = np.zeros(pages * links + 1, dtype=np.int64)
-    prefix = [f"http://www.h{h}.example.org/section/" for h in range(HOSTS)]
     html, xml = PageType.HTML, PageType.XML
     block = 4096
     for start in range(0, pages, block):
@@ -115,8 +124,7 @@ def records(pages: int, links: int, new_share: float, seed: int,
         rows = _child_ids(start, stop, links, n_new, coins, picks, copy_share, targets,
                           slots).tolist()
         for k, child_ids in zip(range(start, stop), rows):
-            children = tuple([f"{prefix[j % HOSTS]}{j // HOSTS}/page-{j}.html"
-                              for j in child_ids])
+            children = tuple(urls(child_ids))
             yield FetchRecord(
                 url=url(k), fetched_at=T0 + k * 0.01, page_type=xml if k % 10 == 0 else html,
                 http_status=200, signature=k.to_bytes(16, "little"), children=children,
