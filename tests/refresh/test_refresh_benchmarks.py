@@ -41,6 +41,7 @@ def test_refresh_sim_quick() -> None:
                                    "xyleme_true_prior", "xyleme_mle_lm",
                                    "xyleme_mle_lm_shrunk", "xyleme_eb_lm", "oracle", "round_robin",
                                    "change_proportional", "change_proportional_eb",
+                                   "change_proportional_lm", "change_proportional_true_rates",
                                    "nutch_adaptive"}
     for s in out["systems"].values():
         assert {"obsolescence", "ratio_to_clamped_optimum", "ratio_to_omega_G",
@@ -48,8 +49,26 @@ def test_refresh_sim_quick() -> None:
         assert 0.0 <= s["freshness_plain"] <= 1.0
     analytic = out["analytic_true_rates"]
     assert analytic["clamped_optimum"] >= analytic["omega_G"]
+    # The optimum beats the baselines' own best (their intervals with the true rates).
+    assert analytic["change_proportional_steady_state_ratio_to_clamped_optimum"] > 1.0
+    assert analytic["round_robin_steady_state_ratio_to_clamped_optimum"] > 1.0
     assert out["folders_match_full_scan"] is True
     assert out["incremental_s_rel_error"] < 1e-9
+
+
+def test_refresh_sim_rejects_a_share_outside_0_1() -> None:
+    proc = subprocess.run([sys.executable, str(BENCH / "refresh_sim.py"), "--quick",
+                           "--lm-share", "1.5"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2
+    assert "--lm-share 1.5 must be between 0 and 1" in proc.stderr
+
+
+def test_refresh_sim_all_sites_last_modified() -> None:
+    out = run_quick("refresh_sim.py", "--pages", "2000", "--units", "15", "--lm-share", "1")
+    assert out["config"]["lm_share_of_pages"] == 1.0
+    assert isinstance(out["targets_last_modified_variant"]["within_10pct_of_clamped_optimum"],
+                      bool)
 
 
 @pytest.mark.slow
