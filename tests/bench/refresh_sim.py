@@ -23,6 +23,10 @@ previous one (MD5), and that is all a policy learns. Policies:
   10 units; ``xyleme_true_prior`` posterior means under the TRUE population law of λ
   (log-uniform on [0.01, 10]) instead of a fitted one: the information limit of what the
   reads tell about each page, for any estimator that plugs in a point value;
+  ``xyleme_known_fast`` the same, but told the true λ of every page with λ ≥ 1: those
+  change between almost any two reads at gaps ≥ t_min = 1, so "changed" is all a read
+  says of them and no schedule within the clamps can tell λ = 2 from λ = 10; this is
+  the most that exploring them could recover;
   ``xyleme_mle_lm`` / ``xyleme_eb_lm``: a share of the sites (``--lm-share``, default
   half; a site = 1000 consecutive cnr-2000 node ids) send reliable Last-Modified dates,
   used by the Last-Modified MLE / Last-Modified likelihood rows (the initial read already
@@ -253,7 +257,10 @@ class BayesRates:
     Last-Modified rows (the first read: a change of age ``age0``)."""
 
     def __init__(self, n: int, lm: np.ndarray | None = None,
-                 age0: np.ndarray | None = None, true_prior: bool = False) -> None:
+                 age0: np.ndarray | None = None, true_prior: bool = False,
+                 revealed: np.ndarray | None = None) -> None:
+        # ``revealed``: true λ per page, NaN where it must be learned (xyleme_known_fast).
+        self.revealed = revealed
         self.grid = rate_grid(1e-4, GRID_TOP, 64)
         # The information limit: the population's true law (log-uniform on [0.01, 10]),
         # known exactly instead of fitted; each page's rate still comes from its reads.
@@ -267,7 +274,12 @@ class BayesRates:
                                                         self.grid)
         self.prior = (self.fixed / self.fixed.sum() if self.fixed is not None
                       else fit_prior(self.loglik))
+        self._estimate()
+
+    def _estimate(self) -> None:
         self.estimate = posterior_mean(self.loglik, self.grid, self.prior)
+        if self.revealed is not None:
+            self.estimate = np.where(np.isnan(self.revealed), self.estimate, self.revealed)
 
     def observe(self, ids: np.ndarray, interval: np.ndarray, changed: np.ndarray,
                 age: np.ndarray) -> None:
@@ -280,7 +292,7 @@ class BayesRates:
         self.loglik[ids] += rows
         if self.fixed is None:
             self.prior = fit_prior(self.loglik, self.prior, iterations=30)
-        self.estimate = posterior_mean(self.loglik, self.grid, self.prior)
+        self._estimate()
 
 
 class PlannerPolicy:
@@ -378,6 +390,7 @@ VARIANTS: dict[str, tuple[str, bool, float | None]] = {
     "xyleme_eb": ("bayes", False, None),
     "xyleme_eb_probe": ("bayes", False, 10.0),
     "xyleme_true_prior": ("true_prior", False, None),
+    "xyleme_known_fast": ("known_fast", False, None),
     "xyleme_mle_lm": ("mle", True, None),
     "xyleme_mle_lm_shrunk": ("mle_shrunk", True, None),
     "xyleme_eb_lm": ("bayes", True, None),
@@ -387,12 +400,15 @@ VARIANTS: dict[str, tuple[str, bool, float | None]] = {
 HEADLINE = "xyleme_mle"
 
 
-def make_estimator(kind: str, n: int, lm: np.ndarray | None,
-                   age0: np.ndarray) -> OnlineRates | BayesRates:
+def make_estimator(kind: str, n: int, lm: np.ndarray | None, age0: np.ndarray,
+                   rates: np.ndarray) -> OnlineRates | BayesRates:
     if kind == "mle":
         return OnlineRates(n, 1.0, lm, age0)
     if kind == "mle_shrunk":
         return OnlineRates(n, 1.0, lm, age0, lm_shape=1.0)
+    if kind == "known_fast":
+        return BayesRates(n, lm, age0, true_prior=True,
+                          revealed=np.where(rates >= 1.0, rates, np.nan))
     return BayesRates(n, lm, age0, true_prior=kind == "true_prior")
 
 
@@ -431,17 +447,17 @@ def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int
     lm = np.isin(site, lm_sites)
     policies: dict[str, PlannerPolicy | SchedulePolicy] = {}
     for name, (kind, with_lm, probe) in VARIANTS.items():
-        est = make_estimator(kind, n, lm if with_lm else None, age0)
+        est = make_estimator(kind, n, lm if with_lm else None, age0, rates)
         policies[name] = PlannerPolicy(imp, t_last0, g, t_max, None, est, probe)
     policies["oracle"] = PlannerPolicy(imp, t_last0, g, t_max, rates, None)
     head_kind = VARIANTS[HEADLINE][0]
     policies["round_robin"] = SchedulePolicy("round_robin", n, t_last0, g, t_max)
     policies["change_proportional"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator(head_kind, n, None, age0))
+        "change_proportional", n, t_last0, g, t_max, make_estimator(head_kind, n, None, age0, rates))
     policies["change_proportional_eb"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, None, age0))
+        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, None, age0, rates))
     policies["change_proportional_lm"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, lm, age0))
+        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, lm, age0, rates))
     policies["change_proportional_true_rates"] = SchedulePolicy(
         "change_proportional", n, t_last0, g, t_max, true_rates=rates)
     policies["nutch_adaptive"] = SchedulePolicy("nutch_adaptive", n, t_last0, g, t_max)

@@ -38,7 +38,7 @@ def test_change_rates_quick() -> None:
 def test_refresh_sim_quick() -> None:
     out = run_quick("refresh_sim.py", "--pages", "2000", "--units", "15")
     assert set(out["systems"]) == {"xyleme", "xyleme_eb", "xyleme_eb_probe",
-                                   "xyleme_true_prior", "xyleme_mle_lm",
+                                   "xyleme_true_prior", "xyleme_known_fast", "xyleme_mle_lm",
                                    "xyleme_mle_lm_shrunk", "xyleme_eb_lm", "oracle", "round_robin",
                                    "change_proportional", "change_proportional_eb",
                                    "change_proportional_lm", "change_proportional_true_rates",
