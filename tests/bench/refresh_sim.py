@@ -384,7 +384,7 @@ class SchedulePolicy:
             self._proportional(self.online.estimate)
 
 
-#: Planner variants: (estimator, Last-Modified on half of the hosts, probe interval).
+#: Planner variants: (estimator, Last-Modified on the --lm-share sites, probe interval).
 VARIANTS: dict[str, tuple[str, bool, float | None]] = {
     "xyleme_mle": ("mle", False, None),
     "xyleme_eb": ("bayes", False, None),
@@ -453,11 +453,14 @@ def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int
     head_kind = VARIANTS[HEADLINE][0]
     policies["round_robin"] = SchedulePolicy("round_robin", n, t_last0, g, t_max)
     policies["change_proportional"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator(head_kind, n, None, age0, rates))
+        "change_proportional", n, t_last0, g, t_max,
+        make_estimator(head_kind, n, None, age0, rates))
     policies["change_proportional_eb"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, None, age0, rates))
+        "change_proportional", n, t_last0, g, t_max,
+        make_estimator("bayes", n, None, age0, rates))
     policies["change_proportional_lm"] = SchedulePolicy(
-        "change_proportional", n, t_last0, g, t_max, make_estimator("bayes", n, lm, age0, rates))
+        "change_proportional", n, t_last0, g, t_max,
+        make_estimator("bayes", n, lm, age0, rates))
     policies["change_proportional_true_rates"] = SchedulePolicy(
         "change_proportional", n, t_last0, g, t_max, true_rates=rates)
     policies["nutch_adaptive"] = SchedulePolicy("nutch_adaptive", n, t_last0, g, t_max)
@@ -478,6 +481,10 @@ def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int
     true_plan = refresh_intervals(imp, rates, g, 1.0, t_max)
     omega = true_plan.omega_unclamped
     clamped = true_plan.omega
+    # The baselines' own intervals with the true rates, in steady state.
+    rr_steady = float(np.sum(imp * rates)) * (n / g) / 2
+    cp_steady = time_average_obsolescence(
+        imp, rates, refresh_intervals(rates, rates, g, 1.0, t_max).intervals)
     scores = {name: w.score() for name, w in worlds.items()}
     scores = {("xyleme" if k == HEADLINE else k): v for k, v in scores.items()}
     xy = scores["xyleme"]["obsolescence"]
@@ -515,12 +522,10 @@ def run(n: int, share: float, units: int, warmup: float, t_max: float, seed: int
         "analytic_true_rates": {
             "omega_G": round(omega, 1), "clamped_optimum": round(clamped, 1),
             "clamped_over_omega": round(clamped / omega, 4),
-            "round_robin_steady_state": round(float(np.sum(imp * rates)) * (n / g) / 2, 1),
-            "round_robin_steady_state_ratio_to_clamped_optimum": round(
-                float(np.sum(imp * rates)) * (n / g) / 2 / clamped, 4),
+            "round_robin_steady_state": round(rr_steady, 1),
+            "round_robin_steady_state_ratio_to_clamped_optimum": round(rr_steady / clamped, 4),
             "change_proportional_steady_state_ratio_to_clamped_optimum": round(
-                time_average_obsolescence(imp, rates, refresh_intervals(
-                    rates, rates, g, 1.0, t_max).intervals) / clamped, 4),
+                cp_steady / clamped, 4),
             "pages_at_t_min": true_plan.n_at_min, "pages_at_t_max": true_plan.n_at_max},
         "systems": systems,
         "incremental_s_rel_error": abs(planner.rate_sum.value - recomputed_s) / recomputed_s,
