@@ -14,6 +14,7 @@ from typing import Any
 
 from metadata import MetadataStore, crawl_queries, versions
 from metadata.writer import Writer
+from xyro.activity import HostWarnings
 from xyro.crawler import Crawler, CrawlSettings, Validators
 from xyro.dns import Resolver
 from xyro.fetcher import Fetcher, FetchLimits, user_agent
@@ -161,7 +162,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                max_url_length=limits.max_url_length,
                                skip_suffixes=frozenset(crawl.skip_suffixes),
                                max_redirects=limits.max_redirects),
-        loader=loader, fetch_for_loader=loader_fetcher.fetch)
+        loader=loader, fetch_for_loader=loader_fetcher.fetch,
+        host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s))
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
 

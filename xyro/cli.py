@@ -57,24 +57,31 @@ def _fail(message: str, code: int) -> None:
 @click.option("-s", "--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override one config key, e.g. --set crawler.workers=8 (repeatable; "
                    "beats the file and XYRO_* variables).")
+@click.option("--demo", "use_demo", is_flag=True,
+              help="Work on the demo's own database (demo/xyro.db beside storage.database), "
+                   "where `xyro demo` keeps its synthetic web's pages.")
 @click.version_option(__version__, prog_name="xyro")
 @click.pass_context
-def cli(ctx: click.Context, config_path: Path | None, overrides: tuple[str, ...]) -> None:
+def cli(ctx: click.Context, config_path: Path | None, overrides: tuple[str, ...],
+        use_demo: bool) -> None:
     """Xyro: acquire XML documents from the web and keep them fresh.
 
     Configuration precedence: defaults < file < XYRO_* environment < --set.
     """
     # Loaded on first use, so `xyro CMD --help` works even when the config is broken.
-    ctx.obj = _Lazy(config_path, overrides)
+    ctx.obj = _Lazy(config_path, overrides, use_demo)
 
 
 class _Lazy:
-    def __init__(self, path: Path | None, overrides: tuple[str, ...]) -> None:
-        self.path, self.overrides, self.app = path, overrides, None
+    def __init__(self, path: Path | None, overrides: tuple[str, ...], demo: bool = False) -> None:
+        self.path, self.overrides, self.demo, self.app = path, overrides, demo, None
 
     def get(self) -> App:
         if self.app is None:
             config = load_config(self.path, os.environ, self.overrides)
+            if self.demo:
+                from xyro.demo import demo_storage
+                config = demo_storage(config)
             setup_logging(config.log.level, config.log.format)
             self.app = App(config)
         return self.app
@@ -249,7 +256,7 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
     loopback addresses allowed and a 10 s fetch deadline. At the end the web's own request
     log is audited: requests to disallowed URLs and per-host politeness violations.
     """
-    from xyro.demo import run_demo
+    from xyro.demo import demo_storage, run_demo
     from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
 
     if web_pages < hosts:
@@ -262,11 +269,16 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
     with _Progress(pages) as progress:
         summary, audit = run_demo(_app(ctx), spec, speed=speed, max_pages=pages,
                                   max_seconds=seconds, on_progress=progress)
-    report = {"stop_reason": summary.stop_reason, **summary.stats, "audit": audit.as_dict()}
+    database = demo_storage(_app(ctx).config).storage.database
+    report = {"stop_reason": summary.stop_reason, **summary.stats, "audit": audit.as_dict(),
+              "database": database}
     if as_json:
         click.echo(json.dumps(report, sort_keys=True, default=str))
     else:
         click.echo(format_status(report))
+        click.echo(f"The demo keeps its own database, {database}: look further with "
+                   "`xyro --demo status`, `xyro --demo documents` or "
+                   f"`sqlite3 -readonly {database} 'SELECT * FROM v_hosts'`.")
 
 
 class _Progress:

@@ -18,6 +18,7 @@ and why; pydantic's own wording never reaches the user.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import typing
@@ -101,7 +102,43 @@ def _list_to_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+_LISTEN = re.compile(r"(?:\[(?P<v6>[^\]]+)\]|(?P<v4>[^:\[\]]+)):(?P<port>[0-9]{1,5})")
+
+
+def split_listen(value: str) -> tuple[str, int]:
+    """``127.0.0.1:9464`` → ``("127.0.0.1", 9464)``, ``[::1]:0`` → ``("::1", 0)``.
+
+    An IP address, never a host name: the endpoint binds exactly what is written (no DNS at
+    start, no name that resolves elsewhere later). ValueError for anything else.
+    """
+    match = _LISTEN.fullmatch(value)
+    if match is None:
+        raise ValueError(value)
+    host, port = match["v6"] or match["v4"], int(match["port"])
+    address = ipaddress.ip_address(host)  # ValueError for a host name
+    if (match["v6"] is not None) != (address.version == 6) or port > 65535:
+        raise ValueError(value)
+    return host, port
+
+
+def _empty_is_off(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _listen(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            split_listen(value)
+        except ValueError:
+            raise _invalid("must be IP:PORT like 127.0.0.1:9464 or [::1]:9464 (an IP address, "
+                           "not a host name; port 0..65535, 0 = any free port), or empty for "
+                           f"off; got {value!r}") from None
+    return value
+
+
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
+# Empty text (an environment variable or --set with nothing after "=") means off, like null.
+ListenAddress = Annotated[str | None, BeforeValidator(_empty_is_off), AfterValidator(_listen)]
 Regex = Annotated[str, AfterValidator(_regex)]
 Domain = Annotated[str, _matching(
     rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*", "a host name like example.org (its "
@@ -268,6 +305,33 @@ class StorageConfig(_Section):
 class LogConfig(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["text", "json"] = "text"
+    summary_interval_s: float = Field(60.0, gt=0)
+    host_warning_interval_s: float = Field(600.0, ge=0)
+
+
+class MetricsConfig(_Section):
+    """The Prometheus endpoint (:mod:`xyro.metrics`): off unless ``listen`` is given."""
+
+    listen: ListenAddress = None
+    allow_non_loopback: bool = False
+
+    @model_validator(mode="after")
+    def _loopback_only(self) -> MetricsConfig:
+        # prometheus-client binds whatever it is given and /metrics has no authentication
+        # (DESIGN.md §8): beyond loopback only when the operator says so.
+        address = self.address
+        if address is not None and not self.allow_non_loopback \
+                and not ipaddress.ip_address(address[0]).is_loopback:
+            raise PydanticCustomError("xyro_key", "{reason}", {"key": "listen", "reason": (
+                f"{address[0]} is not a loopback address: /metrics has no authentication and "
+                "would be open to the network; listen on 127.0.0.1 or [::1], or set "
+                "metrics.allow_non_loopback: true if that network is trusted")})
+        return self
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """(IP, port) to bind, or None when metrics are off."""
+        return None if self.listen is None else split_listen(self.listen)
 
 
 class XyroConfig(_Section):
@@ -282,6 +346,7 @@ class XyroConfig(_Section):
     loader: LoaderConfig = LoaderConfig()
     storage: StorageConfig = StorageConfig()
     log: LogConfig = LogConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
     @model_validator(mode="after")
     def _ordered(self) -> XyroConfig:
@@ -440,7 +505,8 @@ def _kind(target: Any) -> str:
     if _is_section(target):
         return "section"
     annotation = target.annotation
-    if annotation is str or typing.get_origin(annotation) is Literal:
+    # Optional text too (metrics.listen): "[::1]:9464" on a shell line is text, not YAML.
+    if annotation in (str, str | None) or typing.get_origin(annotation) is Literal:
         return "text"
     return "list" if typing.get_origin(annotation) is tuple else "value"
 
@@ -549,6 +615,8 @@ class _Translator:
         path: KeyPath = tuple(error["loc"])
         if error["type"] == "xyro_order":
             path, reason = self.order(path, error["ctx"])
+        elif error["type"] == "xyro_key":  # a section's rule about one of its keys
+            path, reason = path + (error["ctx"]["key"],), str(error["msg"])
         else:
             reason = self.reason(error, path)
         origin = self.origin(path)

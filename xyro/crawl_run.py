@@ -15,9 +15,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from metadata import Enqueue, JobRun, MetadataStore, SetState, crawl_queries
+from xyro.activity import refused_private
 from xyro.app import App, CrawlParts, build_crawler
+from xyro.errors import UsageError
 from xyro.crawler import CrawlSummary
 from xyro.frontier import URGENT
+from xyro.metrics import serve_metrics
 from xyro.urls import canonicalize
 
 log = logging.getLogger("xyro.crawl")
@@ -56,19 +59,23 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     """
     stop = stop or threading.Event()
     started = app.clock.now()
-    with app.open_store() as store:
+    with app.open_store() as store, serve_metrics(app.config.metrics) as metrics:
         parts = build_crawler(app, store, enforce_politeness=enforce_politeness)
+        metrics.watch(parts.crawler, parts.writer)
         try:
             crawler = parts.crawler
             if customize is not None:
                 customize(parts)
-            resumed = restore_frontier(store, crawler)
+            resumed = restore_frontier(store, crawler,
+                                       app.config.scope.allow_private_addresses)
             seeded = 0
             for url in app.config.seeds:
                 canonical = canonicalize(url)
                 if canonical and crawler.add_seed(canonical, SEED_PRIORITY):
                     parts.writer.submit(Enqueue(canonical, SEED_PRIORITY))
                     seeded += 1
+            if resumed + seeded == 0:
+                _nothing_queued(store, crawler, bool(app.config.seeds))
             log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
                      resumed, seeded, app.config.crawler.workers)
             with stop_on_signals(stop):
@@ -83,11 +90,39 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     return summary
 
 
-def restore_frontier(store: MetadataStore, crawler: Any) -> int:
-    """Seen-set from every known URL, frontier from the persisted rows; returns rows queued."""
+def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None:
+    """An empty frontier at the start: an error on a new database, a hint on an old one."""
+    hint = ("add start URLs with `xyro seed URL...` or the `seeds` config key, or queue "
+            "due refreshes with `xyro plan --run`")
+    if not has_seeds and len(crawler.seen) == 0:
+        raise UsageError(f"nothing to crawl: {store.path} knows no URL and the configuration "
+                         f"has no seeds; {hint}")
+    log.warning("nothing to crawl: the frontier in %s is empty and every seed is known "
+                "already; %s", store.path, hint)
+
+
+def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True) -> int:
+    """Seen-set from every known URL, frontier from the persisted rows; returns rows queued.
+
+    With ``allow_private`` off, queued URLs on private or loopback IP literals (what a demo
+    leaves behind) are named in one warning: each would otherwise end silently as an
+    ``address`` ERROR record.
+    """
     conn = store.read_connection()
     try:
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-        return crawler.restore(rows, crawl_queries.known_urls(conn))
+        restored = crawler.restore(rows, crawl_queries.known_urls(conn))
     finally:
         conn.close()
+    if not allow_private:
+        _warn_private([row[0] for row in rows])
+    return restored
+
+
+def _warn_private(urls: list[str]) -> None:
+    refused = refused_private(urls)
+    if refused:
+        log.warning("%d of %d queued URLs are on private or loopback addresses (e.g. %s); "
+                    "scope.allow_private_addresses is false, so each will end as an "
+                    "'address' ERROR record. Set it to true if you meant to crawl them",
+                    len(refused), len(urls), refused[0])

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metadata import ClearPending, Enqueue, FetchRecord, PageType, SetPending, XmlVersion
+from xyro.activity import HostWarnings
 from xyro.classify import suffix_skipped
 from xyro.clock import Clock
 from xyro.crawl_stats import CrawlStats
@@ -95,7 +96,8 @@ class Crawler:
                  scope: Scope, traps: TrapGuard, seen: SeenSet, clock: Clock,
                  settings: CrawlSettings, stats: CrawlStats | None = None,
                  loader: LoaderStage | None = None,
-                 fetch_for_loader: Callable[..., FetchResult] | None = None) -> None:
+                 fetch_for_loader: Callable[..., FetchResult] | None = None,
+                 host_warnings: HostWarnings | None = None) -> None:
         self.frontier = frontier
         self._fetch = fetch
         self._fetch_robots = fetch_robots
@@ -108,6 +110,7 @@ class Crawler:
         self.settings = settings
         self.stats = stats or CrawlStats()
         self.loader = loader
+        self._host_warnings = host_warnings
         # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
         self._fetch_for_loader = fetch_for_loader or fetch
         self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
@@ -366,7 +369,9 @@ class Crawler:
         if version is not None:
             self._submit(version)
         self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
-                        result.not_modified)
+                        result.not_modified, result.status, result.elapsed_s)
+        if outcome.error_kind is not None and self._host_warnings is not None:
+            self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
 
     def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
         """A fetch cut short by a stop request is not an observation: leave it queued."""
@@ -442,6 +447,8 @@ class Crawler:
                                  page_type=PageType.ERROR, error_kind=kind.value,
                                  error_detail=detail))
         self.stats.page(PageType.ERROR.value, 0, kind.value, False)
+        if self._host_warnings is not None:
+            self._host_warnings.error(item.url, kind.value, detail)
         if self.loader is not None and self.loader.wanted(item.url):
             self._arrival(self.loader.arrived(item.url, FetchResult(item.url, item.url),
                                               False, detail), item.url)

@@ -25,11 +25,13 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from metadata import Enqueue, JobRun, MetadataStore, SetState
+from xyro.activity import SummaryLine
 from xyro.app import App, CrawlParts, build_crawler
 from xyro.config import XyroConfig
 from xyro.crawl_run import SEED_PRIORITY, restore_frontier
 from xyro.errors import XyroError
 from xyro.logs import setup_logging
+from xyro.metrics import JobFigures, MetricsEndpoint
 from xyro.plan_job import PlannerSettings, RefreshPlanner
 from xyro.rank_run import rank_store
 from xyro.sdnotify import Notifier
@@ -38,6 +40,10 @@ from xyro.urls import canonicalize
 log = logging.getLogger("xyro.daemon")
 
 STATUS_INTERVAL_S = 10.0  # real seconds between status publications
+
+IDLE_HINT = ("waiting for the refresh planner's next time unit (refresh.time_unit_s) or for "
+             "new seeds (the `seeds` key, then `systemctl reload xyro`; URLs added with "
+             "`xyro seed` are read at the next start)")
 
 
 class _Stopped(Exception):
@@ -56,17 +62,23 @@ class Daemon:
         self._reload = threading.Event()
         self._parts: CrawlParts | None = None
         self._store: MetadataStore | None = None
+        self.jobs = JobFigures()  # last planner/ranking runs, for /metrics
+        self.metrics = MetricsEndpoint(app.config.metrics)  # bound in run(): .port, .url
+        self._summary = SummaryLine()
+        self._due_this_unit: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
     def run(self) -> None:
         started = self.app.clock.now()
-        with self.app.open_store(create=True) as store:
+        with self.app.open_store(create=True) as store, self.metrics.start():
             self._store = store
             self._parts = parts = build_crawler(self.app, store)
+            self.metrics.watch(parts.crawler, parts.writer, self.jobs)
             scheduler = self._scheduler()
             try:
-                resumed = restore_frontier(store, parts.crawler)
+                resumed = restore_frontier(store, parts.crawler,
+                                           self.app.config.scope.allow_private_addresses)
                 seeded = self._add_seeds(self.app.config.seeds)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
                 scheduler.start()
@@ -77,6 +89,7 @@ class Daemon:
                 self.notifier.stopping()
                 self.stop.set()
                 scheduler.shutdown(wait=True)
+                self._summary_job()
                 self._publish(final=True)
                 parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
                                            "stopped"))
@@ -101,7 +114,10 @@ class Daemon:
         scheduler.add_job(self._plan_job, "interval", id="plan",
                           seconds=max(1.0, self.app.config.refresh.time_unit_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
+        scheduler.add_job(self._summary_job, "interval", id="summary",
+                          seconds=self.app.config.log.summary_interval_s)
         scheduler.add_job(self._reload_job, "interval", id="reload", seconds=1.0)
+        scheduler.add_job(self._idle_job, "interval", id="idle", seconds=1.0)
         return scheduler
 
     def _rank_job(self) -> None:
@@ -115,12 +131,15 @@ class Daemon:
             summary = rank_store(self.app, self._store, self._parts.writer.submit, progress)
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
+            self.jobs.ranked(summary.report.seconds)
         except _Stopped:
             log.info("ranking interrupted: the daemon is stopping")
         except (XyroError, ValueError) as exc:
             log.warning("ranking skipped: %s", exc)
+            self.jobs.failed("rank", "skipped")
         except Exception:  # a job failure must not stop the crawl
             log.exception("ranking failed")
+            self.jobs.failed("rank", "failed")
 
     def _plan_job(self) -> None:
         """Each time unit: estimate rates, re-file pages, and queue the due folder (§6)."""
@@ -132,9 +151,11 @@ class Daemon:
             due = planner.run_unit()
         except (XyroError, ValueError) as exc:
             log.warning("refresh planning skipped: %s", exc)
+            self.jobs.failed("plan", "skipped")
             return
         except Exception:  # a job failure must not stop the crawl
             log.exception("refresh planning failed")
+            self.jobs.failed("plan", "failed")
             return
         finally:
             conn.close()
@@ -142,10 +163,20 @@ class Daemon:
         for url, priority in due:
             frontier.push(url, priority)
             submit(Enqueue(url, priority))
+        self.jobs.planned(planner.last_unit)
+        self._due_this_unit = len(due)
         log.info("refresh unit planned: %d pages queued", len(due))
 
     def _status_job(self) -> None:
         self._publish(final=False)
+
+    def _idle_job(self) -> None:
+        if self._parts is not None:
+            self._summary.watch_idle(self._parts.crawler.snapshot(), IDLE_HINT)
+
+    def _summary_job(self) -> None:
+        if self._parts is not None:
+            self._summary.emit(self._parts.crawler.snapshot(), self._due_this_unit)
 
     def _publish(self, final: bool) -> None:
         if self._parts is None:

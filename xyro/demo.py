@@ -13,9 +13,11 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xyro.app import App
+from xyro.config import XyroConfig
 from xyro.clock import AcceleratedClock, WallClock
 from xyro.crawl_run import run_crawl
 from xyro.crawler import CrawlSummary
@@ -84,9 +86,22 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
         return summary, audit(web, demo_app.config.crawler.politeness.delay_s)
 
 
-def demo_config(app: App, seeds: list[str]) -> Any:
-    """The app's config with the web's seeds, loopback allowed, and a short fetch deadline."""
-    cfg = app.config
+def demo_storage(cfg: XyroConfig) -> XyroConfig:
+    """``cfg`` with the demo's own database and warehouse, in ``demo/`` beside the configured
+    database: the demo's loopback URLs stay out of the operator's store (``xyro --demo``
+    points any command there)."""
+    database = Path(cfg.storage.database)
+    if database.parent.name == "demo":   # already the demo's (`xyro --demo demo`)
+        return cfg
+    base = database.parent / "demo"
+    return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={
+        "database": str(base / "xyro.db"), "warehouse_dir": str(base / "warehouse")})})
+
+
+def demo_config(app: App, seeds: list[str]) -> XyroConfig:
+    """The app's config with the web's seeds, loopback allowed, and a short fetch deadline,
+    on the demo's own store (:func:`demo_storage`)."""
+    cfg = demo_storage(app.config)
     limits = cfg.crawler.limits
     deadline = min(limits.deadline_s, DEMO_DEADLINE_S)
     return cfg.model_copy(update={

@@ -229,6 +229,20 @@ class HostScheduler:
             st = self._hosts.get(host)
             return st.next_ok if st else float("-inf")
 
+    def waiting(self, now: float | None = None) -> int:
+        """Hosts with work whose next allowed start is still ahead of ``now`` (delay,
+        Crawl-delay, Retry-After or back-off), for the metrics endpoint.
+
+        O(heap) but off the crawl's path: the lock is held only to copy the heap; entries
+        are checked after, with racy reads that can at worst miscount a host for one scrape.
+        """
+        now = self._clock.now() if now is None else now
+        with self._lock:
+            heap = list(self._heap)
+        hosts = self._hosts  # only ever grows, so every heap entry's host is there
+        return sum(1 for at, token, host in heap
+                   if at > now and hosts[host].token == token and self._waitable(hosts[host]))
+
     def errors(self, host: str) -> int:
         """Consecutive errors of ``host`` (what its back-off is based on)."""
         with self._lock:

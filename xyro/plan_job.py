@@ -132,6 +132,24 @@ class Plan:
         return {first + i: int(c) for i, c in enumerate(counts)}
 
 
+@dataclass(frozen=True, slots=True)
+class UnitFigures:
+    """What one :meth:`RefreshPlanner.run_unit` did, for the metrics endpoint (§6 terms).
+
+    ``omega_g`` is the predicted Ω(G) = S²/2G of the unclamped optimum; ``omega_plan`` the
+    time-average obsolescence of the clamped plan actually filed (≥ Ω(G)).
+    """
+
+    unit: int
+    planned: int
+    due: int
+    discovery: int
+    deferred: int
+    omega_g: float
+    omega_plan: float
+    seconds: float
+
+
 class RefreshPlanner:
     """Estimate, plan, file and hand out the due pages of a unit (module doc).
 
@@ -149,6 +167,7 @@ class RefreshPlanner:
         self._clock = clock
         self._s = settings
         self._watermark: int | None = None  # last observation id accounted for
+        self.last_unit: UnitFigures | None = None  # set by run_unit
 
     # -- time ------------------------------------------------------------------------------
     def current_unit(self) -> int:
@@ -332,6 +351,10 @@ class RefreshPlanner:
                             f"estimated, {fetch.maintenance.size} due, "
                             f"{fetch.discovery.size} discovery, {fetch.deferred.size} "
                             f"deferred, {time.monotonic() - t0:.2f} s"))
+        self.last_unit = UnitFigures(unit, int(plan.ids.size), int(fetch.maintenance.size),
+                                     int(fetch.discovery.size), int(fetch.deferred.size),
+                                     float(plan.omega_unclamped), float(plan.omega),
+                                     time.monotonic() - t0)
         return fetch_list
 
     # -- explanation -----------------------------------------------------------------------

@@ -83,6 +83,9 @@ def send(handler: BaseHTTPRequestHandler, status: int, body: bytes = b"",
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: tests that open 8+ connections at once would
+    # see SYNs dropped and retried after 1 s, past the fixtures' connect timeout.
+    request_queue_size = 128
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass   # clients hanging up on hostile routes is the point of these tests

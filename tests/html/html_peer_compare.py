@@ -51,6 +51,11 @@ REFRESH = "meta refresh: Scrapy's LinkExtractor does not read it"
 UNEXPLAINED = "unexplained"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128   # the default 5 drops SYNs under concurrent fetches (1 s retry)
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib name)
         return
@@ -59,8 +64,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 @contextmanager
 def serve_directory(root: Path) -> Iterator[str]:
     """A threaded static HTTP server on 127.0.0.1 (ephemeral port); yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, name="docs-server", daemon=True)
     thread.start()
     try:

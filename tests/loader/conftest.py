@@ -13,6 +13,11 @@ from pathlib import Path
 import pytest
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128   # the default 5 drops SYNs under concurrent fetches (1 s retry)
+
+
 class Site:
     """Serves ``files`` (path → bytes) and/or files under ``root``; logs every request."""
 
@@ -49,8 +54,7 @@ class Site:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

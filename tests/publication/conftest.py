@@ -24,10 +24,15 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128   # the default 5 drops SYNs under concurrent fetches (1 s retry)
+
+
 @pytest.fixture
 def trap_server() -> Iterator[tuple[str, list[str]]]:
     """(base URL, list of request paths received): an entity server nobody should call."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server = _Server(("127.0.0.1", 0), _Recorder)
     server.hits = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -1,0 +1,97 @@
+"""What ``xyro run`` and ``xyro crawl`` tell an operator on stderr (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (connections are refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _config(path: Path, db: Path, seeds: list[str], allow_private: bool) -> Path:
+    path.write_text(
+        f"seeds: {json.dumps(seeds)}\n"
+        f"scope: {{allow_private_addresses: {str(allow_private).lower()}}}\n"
+        "crawler: {workers: 2, politeness: {delay_s: 0}}\n"
+        "ranking: {schedule_s: 3600}\n"
+        "refresh: {time_unit_s: 3600}\n"
+        "log: {summary_interval_s: 0.5, host_warning_interval_s: 600}\n"
+        f"storage: {{database: '{db}', warehouse_dir: '{db.parent / 'w'}'}}\n")
+    return path
+
+
+def _run_until(config: Path, wanted: list[str], timeout_s: float = 60.0) -> str:
+    """Run the daemon until every ``wanted`` text is on stderr, then SIGTERM it."""
+    proc = subprocess.Popen([sys.executable, "-m", "xyro", "-c", str(config), "run"], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    err: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and not all(w in "".join(err) for w in wanted):
+            line = proc.stderr.readline()
+            if not line:
+                break
+            err.append(line)
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, "".join(err) + rest
+    return "".join(err) + rest
+
+
+def test_unreachable_seed_is_warned_about_per_host_then_the_daemon_says_it_idles(
+        tmp_path: Path) -> None:
+    port = _closed_port()
+    config = _config(tmp_path / "x.yaml", tmp_path / "x.db",
+                     [f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/other"], True)
+    err = _run_until(config, ["host 127.0.0.1", "idle:", "errors since last: connect=2"])
+    warnings = [line for line in err.splitlines() if f"host 127.0.0.1:{port}:" in line]
+    assert len(warnings) == 1, err          # two failed URLs, one host, one warning
+    assert "WARNING" in warnings[0] and "connect error" in warnings[0]
+    assert err.count("idle: the frontier is empty") == 1, err
+    assert "summary:" in err and "queued 0" in err
+    assert "Traceback" not in err
+
+
+def test_queued_loopback_urls_are_named_at_start_when_private_addresses_are_refused(
+        tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    config = _config(tmp_path / "x.yaml", db, [], False)
+    urls = [f"http://127.0.0.{i}:8080/" for i in range(2, 5)]
+    subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), "init"], env=ENV,
+                   check=True, capture_output=True)
+    seeded = subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), "seed", *urls,
+                             "http://public.example/"], env=ENV, capture_output=True, text=True)
+    assert seeded.returncode == 0, seeded.stderr
+    err = _run_until(config, ["3 of 4 queued URLs are on private or loopback addresses",
+                              "address error"])
+    start = next(line for line in err.splitlines() if "queued URLs are on private" in line)
+    assert "scope.allow_private_addresses is false" in start and "127.0.0." in start
+    assert "scope.allow_private_addresses: true" in err   # the per-host warning's advice
+
+
+def test_crawl_with_nothing_to_do_points_at_xyro_seed(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    config = _config(tmp_path / "x.yaml", db, [], False)
+    subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), "init"], env=ENV,
+                   check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), "crawl"], env=ENV,
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "xyro seed URL" in lines[0] and str(db) in lines[0], done.stderr
