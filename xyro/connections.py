@@ -20,6 +20,7 @@ import itertools
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,13 @@ class FetchContext:
 
     deadline: float
     stop: threading.Event | None
+    #: Reads the fetcher's clock; stamps ``sent_at``.
+    now: Callable[[], float] | None = None
+    #: When the last request of this fetch went out (clock time): after its connection was
+    #: up, right before its bytes. Politeness separates these instants (DESIGN.md §7): a
+    #: stamp taken before connecting would let the next request follow a first, slow-to-
+    #: connect one by less than the delay, as the server sees it.
+    sent_at: float | None = None
     host: str = ""
     addresses: tuple[str, ...] = ()
     claims: list[tuple[Any, socket.socket]] = field(default_factory=list)
@@ -189,8 +197,12 @@ class _PinnedConnectionMixin:
     def request(self, *args: Any, **kwargs: Any) -> None:
         conn: Any = self
         ctx = self._xyro_state.current()
+        if ctx is not None and conn.sock is None:
+            conn.connect()  # now, so that the stamp below follows the connection set-up
         if ctx is not None and conn.sock is not None and self._xyro_owner is not ctx:
             self._xyro_state.watchdog.claim(ctx, self, conn.sock)
+        if ctx is not None and ctx.now is not None:
+            ctx.sent_at = ctx.now()
         return super().request(*args, **kwargs)  # type: ignore[misc]
 
 

@@ -177,7 +177,7 @@ class Fetcher:
         started_at = self._clock.now()
         t0 = time.monotonic()
         draft = _Draft(url=url, final_url=url)
-        ctx = FetchContext(deadline=t0 + self._limits.deadline_s, stop=stop)
+        ctx = FetchContext(deadline=t0 + self._limits.deadline_s, stop=stop, now=self._clock.now)
         kind: ErrorKind | None = None
         detail: str | None = None
         if stop is not None and stop.is_set():
@@ -198,7 +198,8 @@ class Fetcher:
             content_type=draft.content_type, charset=draft.charset,
             not_modified=draft.not_modified and kind is None,
             redirects=tuple(draft.redirects), error_kind=kind, error_detail=detail,
-            started_at=started_at, finished_at=self._clock.now(),
+            started_at=ctx.sent_at if ctx.sent_at is not None else started_at,
+            finished_at=self._clock.now(),
             elapsed_s=time.monotonic() - t0, retry_after_s=draft.retry_after_s,
             bytes_on_wire=draft.bytes_on_wire, last_modified=draft.last_modified,
             etag=draft.etag)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
@@ -177,3 +178,26 @@ def test_stop_already_set_fetches_nothing(serve: Any, make_fetcher: Any) -> None
     stop.set()
     result = make_fetcher().fetch(server.url("/"), stop=stop)
     assert result.error_kind == ErrorKind.TIMEOUT and server.log == []
+
+
+def test_started_at_is_when_the_request_left_after_dns_and_connect(serve: Any) -> None:
+    """Politeness separates the instants requests go out (DESIGN.md §7): a stamp taken before
+    a slow name look-up or connection would let the next request to the host follow this
+    one, as the server sees it, by less than the delay."""
+    server = serve({"/": lambda h: serve.send(h, 200, b"<html>x</html>")})
+    clock = ManualClock(1_000.0)
+
+    def slow_lookup(host: str, port: object, *args: object, **kwargs: object) -> list[tuple]:
+        clock.advance(2.5)   # the look-up takes 2.5 s of the crawler's clock
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))]
+
+    fetcher = Fetcher(FetchLimits(allow_private_addresses=True), "XyroTest/0.1",
+                      Resolver(clock, getaddrinfo=slow_lookup), clock)
+    try:
+        first = fetcher.fetch(server.url("/", host="site.test"))
+        clock.advance(1.0)
+        again = fetcher.fetch(server.url("/", host="site.test"))  # cached name, kept alive
+    finally:
+        fetcher.close()
+    assert first.error_kind is None and again.error_kind is None
+    assert first.started_at == 1_002.5 and again.started_at == 1_003.5
