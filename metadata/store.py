@@ -4,35 +4,49 @@ Threading model (DESIGN.md §4): exactly one :class:`~metadata.writer.Writer` th
 crawl results; any thread may read through :meth:`MetadataStore.read_connection` (its own
 connection) or use :meth:`MetadataStore.atomic` / :meth:`MetadataStore.url_ids` on a
 connection private to the calling thread.
+
+A store opened ``read_only`` never writes (no migration, no writer, connections in SQLite's
+``mode=ro``), so a user who may read the file but not write it, or its folder, can inspect
+it, even while the daemon runs (see :mod:`metadata.connection` for what SQLite needs).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from metadata.connection import connect
-from metadata.errors import MetadataError
+from metadata.connection import (connect, connect_read_only, open_error, search_problem,
+                                 write_problem)
+from metadata.errors import MetadataError, StoreAccessError
 from metadata.graph import export_graph
 from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph
 from metadata.resolver import UrlResolver
-from metadata.schema import migrate
+from metadata.schema import CURRENT_VERSION, file_version, migrate
 from metadata.status import store_status
 from metadata.urlkeys import HashFn, url_hash
 from metadata.writer import Writer
+
+log = logging.getLogger(__name__)
 
 
 class MetadataStore:
     """One metadata database file. Create with :meth:`open`."""
 
-    def __init__(self, path: Path, version: int, hash_fn: HashFn, cache_mb: int) -> None:
+    def __init__(self, path: Path, version: int, hash_fn: HashFn, cache_mb: int, *,
+                 read_only: bool = False, immutable_warning: str | None = None) -> None:
         self.path = path
         self._version = version
+        self._read_only = read_only
+        self._immutable = immutable_warning is not None
+        # Logged once, before the first read (a writing command never reads this way).
+        self._immutable_warning = immutable_warning
         self._hash = hash_fn
         self._cache_mb = cache_mb
         self._local = threading.local()
@@ -45,33 +59,80 @@ class MetadataStore:
         self._closed = False
 
     @classmethod
-    def open(cls, path: str | Path, *, hash_fn: HashFn = url_hash,
+    def open(cls, path: str | Path, *, read_only: bool = False, hash_fn: HashFn = url_hash,
              cache_mb: int = 64) -> MetadataStore:
         """Open ``path``, creating it or migrating it in place to the current schema.
 
+        ``read_only``: open an existing store without writing anything, not even a
+        migration; a schema older than this code's is refused (``xyro init`` upgrades it).
         ``hash_fn`` is the URL look-up hash (tests inject a colliding one); it must be the
-        same every time a file is opened. Raises :class:`MetadataError` for a file that is
-        not a Xyro store, is corrupt, or was written by a newer version.
+        same every time a file is opened. Raises :class:`StoreAccessError` when this user
+        may not read (or, unless ``read_only``, write) the file, its WAL files or its folder,
+        and :class:`MetadataError` for a file that is not a Xyro store, is corrupt, or was
+        written by a newer version.
         """
         path = Path(path)
-        if not path.parent.is_dir():
-            raise MetadataError(f"directory {path.parent} for metadata store {path.name} does "
-                                "not exist; create it or fix the storage path")
+        if not os.path.isdir(path.parent):
+            problem = search_problem(path)  # a folder on the way this user may not enter
+            raise (StoreAccessError(problem) if problem else MetadataError(
+                f"directory {path.parent} for metadata store {path.name} does not exist; "
+                "create it or fix the storage path"))
+        if read_only:
+            return cls._open_read_only(path, hash_fn, cache_mb)
         conn = connect(path, cache_mb=cache_mb)
         try:
             migrate(conn, str(path))
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise MetadataError(
-                f"{path} is not a usable metadata database ({exc}); restore it from a "
-                "backup or move it aside and run `xyro init` to start a new one") from exc
+            raise open_error(path, exc, write=True) from exc
         finally:
             conn.close()
         return cls(path, int(version), hash_fn, cache_mb)
 
+    @classmethod
+    def _open_read_only(cls, path: Path, hash_fn: HashFn, cache_mb: int) -> MetadataStore:
+        if not os.path.exists(path):
+            raise MetadataError(f"no metadata database at {path}: run `xyro init` first, or "
+                                "point storage.database at an existing one")
+        conn, warning = connect_read_only(path, cache_mb=cache_mb)
+        try:
+            version = file_version(conn, str(path))
+        except sqlite3.DatabaseError as exc:
+            raise open_error(path, exc, write=False) from exc
+        finally:
+            conn.close()
+        if version > CURRENT_VERSION:
+            raise MetadataError(
+                f"{path} has metadata schema version {version}, newer than this Xyro "
+                f"supports ({CURRENT_VERSION}); upgrade Xyro or use a backup made by this "
+                "version")
+        if version < CURRENT_VERSION:
+            what = (f"has metadata schema version {version}, older than this Xyro's "
+                    f"({CURRENT_VERSION})") if version else "holds no Xyro schema yet"
+            raise StoreAccessError(f"{path} {what} and is opened read-only here: run "
+                                   "`xyro init` as a user who can write it to upgrade it")
+        return cls(path, version, hash_fn, cache_mb, read_only=True, immutable_warning=warning)
+
     @property
     def schema_version(self) -> int:
         return self._version
+
+    @property
+    def read_only(self) -> bool:
+        """True when opened ``read_only``: :meth:`writer` and :meth:`atomic` refuse."""
+        return self._read_only
+
+    def _warn_immutable(self) -> None:
+        with self._lock:
+            warning, self._immutable_warning = self._immutable_warning, None
+        if warning is not None:
+            log.warning("%s", warning)
+
+    def _refuse_writes(self) -> None:
+        if self._read_only:
+            raise StoreAccessError(write_problem(self.path) or (
+                f"metadata store {self.path} was opened read-only: this command cannot "
+                "write it"))
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -97,7 +158,9 @@ class MetadataStore:
             raise MetadataError(f"metadata store {self.path} is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path, cache_mb=self._cache_mb)
+            self._warn_immutable()
+            conn = connect(self.path, cache_mb=self._cache_mb, read_only=self._read_only,
+                           immutable=self._immutable)
             self._local.conn = conn
             self._local.resolver = UrlResolver(conn, self._hash, self._ids)
             self._local.depth = 0
@@ -107,12 +170,15 @@ class MetadataStore:
 
     def read_connection(self) -> sqlite3.Connection:
         """A new read-only connection for the calling thread; the caller closes it."""
-        return connect(self.path, cache_mb=self._cache_mb, read_only=True)
+        self._warn_immutable()
+        return connect(self.path, cache_mb=self._cache_mb, read_only=True,
+                       immutable=self._immutable)
 
     # -- transactions and ids ------------------------------------------------------------
     @contextmanager
     def atomic(self) -> Iterator[sqlite3.Connection]:
         """One transaction on the calling thread's connection (nested: a savepoint)."""
+        self._refuse_writes()
         conn = self._conn()
         local = self._local
         if local.depth:
@@ -187,6 +253,7 @@ class MetadataStore:
         """
         if self._closed:
             raise MetadataError(f"metadata store {self.path} is closed")
+        self._refuse_writes()
         if self._writer is not None and not self._writer._closed:
             raise MetadataError(f"metadata store {self.path} already has a writer; "
                                 "share it (submit is thread-safe) or close it first")

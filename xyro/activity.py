@@ -123,8 +123,8 @@ class SummaryLine:
         """Log (INFO) and return one summary of ``snap`` (a :meth:`Crawler.snapshot`)."""
         now = self._monotonic()
         pages, errors = int(snap.get("pages", 0)), dict(snap.get("errors_by_kind", {}))
-        if self._last is None:
-            since, rate, new_errors = None, 0.0, errors
+        if self._last is None:  # the crawl's own rate since it started
+            since, rate, new_errors = None, float(snap.get("pages_per_s", 0.0)), errors
         else:
             t0, pages0, errors0 = self._last
             since = now - t0
@@ -149,7 +149,7 @@ class SummaryLine:
 def format_summary(snap: Mapping[str, Any], rate: float, new_errors: Mapping[str, int],
                    since: float | None, due: int | None) -> str:
     """``summary: 12.5 pages/s over 60 s, 750 pages in all, errors dns=2 …, queued …``."""
-    window = f" over {since:.0f} s" if since is not None else " (first summary)"
+    window = f" over {since:.0f} s" if since is not None else " since the start"
     errors = ", ".join(f"{k}={v}" for k, v in sorted(new_errors.items())) or "none"
     by_priority = snap.get("queued_by_priority") or {}
     levels = " ".join(f"p{p}={n}" for p, n in sorted(by_priority.items()) if n)

@@ -6,6 +6,7 @@ the clock or the store by itself.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from metadata import MetadataStore, crawl_queries, versions
+from metadata.connection import search_problem, write_problem
+from metadata.errors import StoreAccessError, access_message
 from metadata.writer import Writer
 from xyro.activity import HostWarnings
 from xyro.crawler import Crawler, CrawlSettings, Validators
@@ -27,7 +30,7 @@ from xyro.seenset import SeenSet
 from xyro.urls import Scope, TrapGuard
 from xyro.clock import Clock, WallClock
 from xyro.config import XyroConfig
-from xyro.errors import XyroError
+from xyro.errors import AccessError, XyroError
 from xyro.affinity import pin_process
 
 
@@ -50,17 +53,58 @@ class App:
         """Index of the current refresh time unit (folder number, DESIGN.md §6)."""
         return int(self.clock.now() // self.time_unit_s)
 
-    def open_store(self, *, create: bool = False) -> MetadataStore:
-        """Open the metadata database; ``create`` also makes its folder and the warehouse."""
+    def open_store(self, *, create: bool = False, read_only: bool = False) -> MetadataStore:
+        """Open the metadata database.
+
+        ``create`` also makes its folder and the warehouse folder and insists on writing
+        (``init``, ``demo``, ``run``). ``read_only`` never writes, not even a migration
+        (``documents``, ``export``, ``plan`` without ``--run``). Otherwise the store opens
+        for writing when this user may write it, else read-only when its schema is current:
+        reads work and the first write raises :class:`StoreAccessError` saying why (the
+        README promises the database can be read by a user who cannot write it). Problems of
+        permission are one line naming the path, its owner and mode, and the user (exit 2,
+        DESIGN.md §7).
+        """
         path = self.database_path
         if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            Path(self.config.storage.warehouse_dir).mkdir(parents=True, exist_ok=True)
-        elif not path.exists():
+            _make_folder(path.parent, "storage.database")
+            _make_folder(Path(self.config.storage.warehouse_dir), "storage.warehouse_dir")
+        elif not os.path.exists(path):
+            problem = search_problem(path)
+            if problem is not None:
+                raise StoreAccessError(problem)
             raise XyroError(
                 f"no database at {path}: run `xyro init` first "
                 f"(or point storage.database at an existing one)")
-        return MetadataStore.open(path)
+        if read_only:
+            return MetadataStore.open(path, read_only=True)
+        try:
+            return MetadataStore.open(path)
+        except StoreAccessError:
+            if create or not os.path.exists(path) or write_problem(path) is None:
+                raise
+        return MetadataStore.open(path, read_only=True)
+
+
+def _make_folder(folder: Path, key: str) -> None:
+    """Create ``folder`` (and its parents) and check this user may write it; ``key`` is the
+    config key that names it, offered as the way out."""
+    elsewhere = f"point {key} elsewhere"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        existing = next((p for p in folder.parents if os.path.exists(p)), None)
+        if isinstance(exc, PermissionError) and existing is not None:
+            problem = (search_problem(folder, elsewhere)
+                       or access_message(existing, "write", elsewhere))
+            raise AccessError(f"cannot create folder {folder} ({key}): {problem}") from None
+        raise AccessError(f"cannot create folder {folder} ({key}): {exc.strerror or exc}; "
+                          f"fix the path or {elsewhere}") from None
+    problem = search_problem(folder / "x", elsewhere)
+    if problem is None and not os.access(folder, os.W_OK | os.X_OK):
+        problem = access_message(folder, "write", elsewhere)
+    if problem is not None:
+        raise AccessError(problem)
 
 
 @dataclass

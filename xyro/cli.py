@@ -10,17 +10,16 @@ import json
 import logging
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import click
 
 from metadata import Enqueue, MetadataError
-from xyro import __version__
+from xyro import __version__, numba_cache
 from xyro.app import App
 from xyro.config import ConfigError, load_config
-from xyro.errors import UsageError, XyroError
+from xyro.errors import UsageError, XyroError, permission_message
 from xyro.logs import setup_logging
 from xyro.urls import canonicalize
 
@@ -40,6 +39,12 @@ class XyroGroup(click.Group):
             _fail(str(exc), exc.exit_code)
         except (XyroError, MetadataError) as exc:
             _fail(f"error: {exc}", getattr(exc, "exit_code", 1))
+        except PermissionError as exc:  # one no check foresaw: still one line (DESIGN.md §7)
+            _fail(f"error: {permission_message(exc)}", 2)
+        except RuntimeError as exc:
+            if not numba_cache.is_cache_failure(exc):
+                raise
+            _fail(f"error: {numba_cache.cache_failure_message(exc)}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -96,7 +101,7 @@ def _app(ctx: click.Context) -> App:
 def init(ctx: click.Context) -> None:
     """Create the database and warehouse folder, or upgrade an older database in place."""
     app = _app(ctx)
-    existed = app.database_path.exists()
+    existed = os.path.exists(app.database_path)  # False, not an error, when unreachable
     with app.open_store(create=True) as store:
         version = store.schema_version
     verb = "checked" if existed else "created"
@@ -130,79 +135,12 @@ def _canonical_seed(url: str) -> str:
     return canonical
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-@click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
-    """Counts by type, queue sizes, pages due now, last job runs, errors by kind."""
-    app = _app(ctx)
-    with app.open_store() as store:
-        report = store.status(current_unit=app.current_unit())
-    report = {"database": str(app.database_path), **_readable(report)}
-    if as_json:
-        click.echo(json.dumps(report, indent=None, sort_keys=True, default=str))
-    else:
-        click.echo(format_status(report))
-
-
-def _readable(report: dict[str, Any]) -> dict[str, Any]:
-    """Job runs with ISO times and durations; the last crawl's counters as their own section."""
-    out = dict(report)
-    runs = out.get("last_job_runs")
-    if isinstance(runs, list):
-        out["last_job_runs"] = [_job_line(r) if isinstance(r, dict) else r for r in runs]
-    state = dict(out.get("state") or {})
-    last = state.pop("crawl.last_run", None)
-    if isinstance(last, str):
-        try:
-            crawl = json.loads(last)
-        except ValueError:
-            crawl = None
-        if isinstance(crawl, dict):
-            out["last_crawl"] = {k: crawl[k] for k in (
-                "pages", "pages_per_s", "elapsed_s", "by_type", "errors_by_kind", "queued",
-                "seen_urls") if k in crawl}
-        out["state"] = state
-    return out
-
-
-def _job_line(run: dict[str, Any]) -> str:
-    started, finished = run.get("started"), run.get("finished")
-    when = _iso(started) if isinstance(started, (int, float)) else "?"
-    took = (f" ({finished - started:.1f} s)" if isinstance(finished, (int, float))
-            and isinstance(started, (int, float)) else "")
-    return f"{run.get('name')} {when}{took} {run.get('status')}: {run.get('detail') or ''}"
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def format_status(report: dict[str, Any]) -> str:
-    """Render the status dictionary as aligned sections an operator can scan."""
-    lines: list[str] = []
-    for key, value in report.items():
-        if isinstance(value, dict):
-            lines.append(f"{key}:")
-            if not value:
-                lines.append("  (none)")
-            width = max((len(str(k)) for k in value), default=0)
-            for k, v in value.items():
-                lines.append(f"  {str(k):<{width}}  {_fmt(v)}")
-        elif isinstance(value, list):
-            lines.append(f"{key}:")
-            lines.extend(f"  {_fmt(v)}" for v in value) if value else lines.append("  (none)")
-        else:
-            lines.append(f"{key}: {_fmt(value)}")
-    return "\n".join(lines)
+    """Render a command's summary dictionary as aligned sections (``crawl``, ``demo``,
+    ``rank``, ``plan``); ``xyro status`` has its own text (:mod:`xyro.cli_status`)."""
+    from xyro.status_text import format_report
 
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items())
-    return str(value)
+    return format_report(report)
 
 
 @cli.command()
@@ -282,7 +220,11 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
 
 
 class _Progress:
-    """A progress bar on stderr when a page budget is known, progress lines otherwise."""
+    """A progress bar on stderr when a page budget is known, progress lines otherwise.
+
+    The bar appears with the first progress report, so an error before the crawl starts
+    stays the one line on stderr.
+    """
 
     def __init__(self, total: int | None) -> None:
         self._total = total
@@ -290,15 +232,16 @@ class _Progress:
         self._done = 0
 
     def __enter__(self) -> "_Progress":
-        if self._total is not None:
-            self._bar = click.progressbar(length=self._total, label="crawling", file=sys.stderr,
-                                          show_pos=True, show_eta=True)
-            self._bar.__enter__()
         return self
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         pages = int(snapshot.get("pages", 0))
-        if self._bar is not None:
+        if self._total is not None:
+            if self._bar is None:
+                self._bar = click.progressbar(length=self._total, label="crawling",
+                                              file=sys.stderr, show_pos=True, show_eta=True)
+                self._bar.__enter__()
+            pages = min(pages, self._total)
             self._bar.update(pages - self._done)
             self._done = pages
         else:
@@ -380,16 +323,23 @@ def config_show(ctx: click.Context) -> None:
 
 def _register_modules() -> None:
     """Commands that live in their own modules (one idea per module)."""
-    from xyro import cli_documents, cli_plan
+    from xyro import cli_documents, cli_plan, cli_status, cli_views
 
+    cli_status.register(cli)
     cli_plan.register(cli)
     cli_documents.register(cli)
+    cli_views.register(cli)
 
 
 _register_modules()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point (and ``python -m xyro``).
+
+    numba's cache folder is chosen first, before any command imports ``ranking``
+    (:mod:`xyro.numba_cache`).
+    """
+    numba_cache.configure()
     cli.main(args=argv, prog_name="xyro")
 

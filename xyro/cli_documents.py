@@ -1,10 +1,15 @@
 """``xyro documents`` and ``xyro export``: the XML warehouse seen from the command line
-(issue 4, item 5).
+(DESIGN.md §4, XML versions).
 
 Both only read: the metadata database through a read connection (``xml_versions`` joined
 to ``urls`` and ``hosts``) and the warehouse blobs through
 :class:`xyro.loader.warehouse.Warehouse` (content-addressed, zlib-compressed, checked
 against their hash on read).
+
+The warehouse also keeps the DTDs and external entity files the loader fetched for the
+documents (so a restart need not fetch them again): their version rows carry no C14N
+signature (:data:`metadata.status.ENTITY_VERSION`). ``xyro documents`` lists them apart,
+after the documents, with how many documents declare each as their DTD.
 
 Version numbers: the stored versions of a URL in fetch order, 1 = the oldest still kept;
 negative numbers count from the newest (-1 = latest, the default). Pruning old versions
@@ -24,6 +29,7 @@ from typing import Any
 
 import click
 
+from metadata.status import ENTITY_VERSION
 from metadata.urlkeys import url_hash
 from xyro.app import App
 from xyro.errors import XyroError
@@ -35,9 +41,11 @@ from xyro.urls import canonicalize
 @dataclass(frozen=True, slots=True)
 class DocumentFilter:
     """What ``xyro documents`` selects. ``host`` without a port matches every port;
-    ``dtd`` is a case-insensitive substring of the latest version's DTD URL; ``valid``
-    True/False selects validated documents by their latest result; ``changed_since``
-    (POSIX seconds) keeps documents whose latest version was stored at or after it."""
+    ``dtd`` is a case-insensitive substring of the latest version's DTD URL (of the URL
+    itself for DTD and entity files); ``valid`` True/False selects validated documents by
+    their latest result (DTDs and entities are never validated, so none match);
+    ``changed_since`` (POSIX seconds) keeps URLs whose latest version was stored at or after
+    it. ``limit`` applies to documents and to DTD/entity files separately."""
 
     host: str | None = None
     dtd: str | None = None
@@ -78,30 +86,65 @@ class DocumentRow:
     schema_url: str | None
 
 
-_DOCUMENTS = """
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    """One DTD or external entity file kept in the warehouse, and its latest version;
+    ``used_by``: documents whose latest version declares it as their DTD."""
+
+    url: str
+    host: str
+    versions: int
+    first_fetched: float
+    last_fetched: float
+    size: int
+    md5: str
+    content_type: str | None
+    used_by: int
+
+
+#: The latest version of every URL in the warehouse (one window pass over xml_versions).
+_LATEST = f"""
 WITH ranked AS (
-  SELECT v.*, row_number() OVER w AS rn, count(*) OVER (PARTITION BY v.url_id) AS versions,
+  SELECT v.*, {ENTITY_VERSION} AS is_entity, row_number() OVER w AS rn,
+         count(*) OVER (PARTITION BY v.url_id) AS versions,
          min(v.fetched_at) OVER (PARTITION BY v.url_id) AS first_fetched
   FROM xml_versions v
-  WINDOW w AS (PARTITION BY v.url_id ORDER BY v.fetched_at DESC, v.id DESC))
+  WINDOW w AS (PARTITION BY v.url_id ORDER BY v.fetched_at DESC, v.id DESC)),
+latest AS (SELECT * FROM ranked WHERE rn = 1)
+"""
+
+_DOCUMENTS = _LATEST + """
 SELECT u.url, h.host, r.versions, r.first_fetched, r.fetched_at, r.size, hex(r.md5), r.valid,
        r.validation_error, r.dtd_url, r.schema_url, count(*) OVER () AS total
-FROM ranked r JOIN urls u ON u.id = r.url_id JOIN hosts h ON h.id = u.host_id
-WHERE r.rn = 1 {where}
+FROM latest r JOIN urls u ON u.id = r.url_id JOIN hosts h ON h.id = u.host_id
+WHERE NOT r.is_entity {where}
+ORDER BY r.fetched_at DESC, u.url
+{limit}
+"""
+
+_ENTITIES = _LATEST + """,
+uses AS (SELECT dtd_url, count(*) AS n FROM latest
+         WHERE NOT is_entity AND dtd_url IS NOT NULL GROUP BY dtd_url)
+SELECT u.url, h.host, r.versions, r.first_fetched, r.fetched_at, r.size, hex(r.md5),
+       u.content_type, coalesce(s.n, 0), count(*) OVER () AS total
+FROM latest r JOIN urls u ON u.id = r.url_id JOIN hosts h ON h.id = u.host_id
+     LEFT JOIN uses s ON s.dtd_url = u.url
+WHERE r.is_entity {where}
 ORDER BY r.fetched_at DESC, u.url
 {limit}
 """
 
 
-def list_documents(conn: sqlite3.Connection, flt: DocumentFilter) -> tuple[list[DocumentRow], int]:
-    """The documents matching ``flt``, newest change first, and how many match in all."""
-    where, args = [], []
+def _where(flt: DocumentFilter, dtd_column: str) -> tuple[str, list[Any]]:
+    """SQL conditions and arguments for ``flt``; ``dtd_column`` is what ``--dtd`` matches."""
+    where: list[str] = []
+    args: list[Any] = []
     if flt.host:
         host = flt.host.strip().lower()
         where.append("(h.host = ? OR substr(h.host, 1, ?) = ?)")
         args += [host, len(host) + 1, host + ":"]
     if flt.dtd:
-        where.append("instr(lower(r.dtd_url), ?) > 0")
+        where.append(f"instr(lower({dtd_column}), ?) > 0")
         args.append(flt.dtd.lower())
     if flt.valid is not None:
         where.append("r.valid = ?")
@@ -109,14 +152,32 @@ def list_documents(conn: sqlite3.Connection, flt: DocumentFilter) -> tuple[list[
     if flt.changed_since is not None:
         where.append("r.fetched_at >= ?")
         args.append(flt.changed_since)
-    sql = _DOCUMENTS.format(where="".join(f" AND {w}" for w in where),
-                            limit="LIMIT ?" if flt.limit else "")
-    if flt.limit:
-        args.append(flt.limit)
-    rows = conn.execute(sql, args).fetchall()
-    total = rows[0][-1] if rows else 0
+    return "".join(f" AND {w}" for w in where), args
+
+
+def _select(conn: sqlite3.Connection, template: str, flt: DocumentFilter,
+            dtd_column: str) -> tuple[list[tuple[Any, ...]], int]:
+    where, args = _where(flt, dtd_column)
+    sql = template.format(where=where, limit="LIMIT ?" if flt.limit else "")
+    rows = conn.execute(sql, [*args, flt.limit] if flt.limit else args).fetchall()
+    return rows, (rows[0][-1] if rows else 0)
+
+
+def list_documents(conn: sqlite3.Connection, flt: DocumentFilter) -> tuple[list[DocumentRow], int]:
+    """The XML documents matching ``flt`` (DTDs and entities left out), newest change
+    first, and how many match in all."""
+    rows, total = _select(conn, _DOCUMENTS, flt, "r.dtd_url")
     return [DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6],
                         None if r[7] is None else bool(r[7]), *r[8:11]) for r in rows], total
+
+
+def list_entities(conn: sqlite3.Connection, flt: DocumentFilter) -> tuple[list[EntityRow], int]:
+    """The DTDs and external entity files matching ``flt``, newest first, and how many match
+    in all; ``--dtd`` matches their own URL, and ``--valid``/``--invalid`` none of them."""
+    if flt.valid is not None:
+        return [], 0
+    rows, total = _select(conn, _ENTITIES, flt, "u.url")
+    return [EntityRow(*r[:9]) for r in rows], total
 
 
 def url_versions(conn: sqlite3.Connection, url: str) -> tuple[str, list[VersionRow]] | None:
@@ -184,7 +245,8 @@ def _changed_since(ctx: click.Context, param: click.Parameter, value: str | None
 @click.command("documents")
 @click.option("--host", metavar="HOST", help="Only this host (HOST or HOST:PORT).")
 @click.option("--dtd", metavar="URL-OR-SUBSTRING",
-              help="Only documents whose latest DTD URL contains this (case-insensitive).")
+              help="Only documents whose latest DTD URL contains this, and DTD/entity files "
+                   "whose own URL does (case-insensitive).")
 @click.option("--valid/--invalid", "valid", default=None,
               help="Only documents whose latest version passed / failed DTD validation.")
 @click.option("--changed-since", "changed_since", metavar="DATE", callback=_changed_since,
@@ -192,49 +254,97 @@ def _changed_since(ctx: click.Context, param: click.Parameter, value: str | None
                    "(YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ).")
 @click.option("--limit", type=click.IntRange(min=0), default=100, show_default=True,
               metavar="N",
-              help="Show at most N documents (0: all).")
+              help="Show at most N documents and N DTD/entity files (0: all).")
 @click.option("--versions", "with_versions", is_flag=True,
               help="Also list every stored version (the numbers `xyro export --version` takes).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--dtds", "dtds_only", is_flag=True,
+              help="List only the DTDs and external entity files the loader keeps.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object instead of text (documents and dtds apart).")
 @click.pass_context
 def documents(ctx: click.Context, host: str | None, dtd: str | None, valid: bool | None,
-              changed_since: float | None, limit: int, with_versions: bool,
+              changed_since: float | None, limit: int, with_versions: bool, dtds_only: bool,
               as_json: bool) -> None:
-    """List the XML documents in the warehouse, newest change first.
+    """List the XML documents in the warehouse, newest change first, then the DTDs and
+    external entity files kept for them.
 
     One line per document: latest fetch (UTC), number of stored versions, size of the
     latest version in bytes, its DTD validation (yes/no/- not validated), URL, then its
-    DTD and XML Schema location when it declares them.
+    DTD and XML Schema location when it declares them. One line per DTD or entity file:
+    latest fetch, versions, size, DOCS (documents whose latest version declares it as
+    their DTD; 0 for entities a DTD pulls in), URL.
     """
     flt = DocumentFilter(host, dtd, valid, changed_since, limit or None)
     app = _app_of(ctx)
-    with app.open_store() as store:
+    with app.open_store(read_only=True) as store:
         conn = store.read_connection()
         try:
-            rows, total = list_documents(conn, flt)
-            versions = {r.url: (url_versions(conn, r.url) or (r.url, []))[1]
-                        for r in rows} if with_versions else {}
+            listing = gather(conn, flt, with_versions=with_versions, dtds_only=dtds_only)
         finally:
             conn.close()
     if as_json:
-        click.echo(json.dumps(_as_json(rows, total, versions if with_versions else None),
-                              sort_keys=True))
+        click.echo(json.dumps(listing_json(listing), sort_keys=True))
     else:
-        click.echo(format_documents(rows, total, versions))
+        click.echo(format_listing(listing))
 
 
-def _as_json(rows: list[DocumentRow], total: int,
-             versions: dict[str, list[VersionRow]] | None) -> dict[str, Any]:
-    docs = []
-    for row in rows:
-        doc = asdict(row)
-        doc["first_fetched"], doc["last_fetched"] = _iso(row.first_fetched), _iso(row.last_fetched)
-        doc["last_fetched_s"] = row.last_fetched
-        if versions is not None:
-            doc["version_list"] = [{**asdict(v), "fetched": _iso(v.fetched_at)}
-                                   for v in versions.get(row.url, [])]
-        docs.append(doc)
-    return {"total": total, "shown": len(rows), "documents": docs}
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What ``xyro documents`` shows: documents (None with ``--dtds``), DTD/entity files,
+    the totals before ``--limit``, and the versions of each URL (None without
+    ``--versions``)."""
+
+    documents: list[DocumentRow] | None
+    total: int
+    entities: list[EntityRow]
+    entities_total: int
+    versions: dict[str, list[VersionRow]] | None
+
+
+def gather(conn: sqlite3.Connection, flt: DocumentFilter, *, with_versions: bool = False,
+           dtds_only: bool = False) -> Listing:
+    """Run the listing queries of ``xyro documents`` on one read connection."""
+    docs, total = (None, 0) if dtds_only else list_documents(conn, flt)
+    entities, entities_total = list_entities(conn, flt)
+    versions = None
+    if with_versions:
+        urls = [r.url for r in docs or []] + [e.url for e in entities]
+        versions = {u: (url_versions(conn, u) or (u, []))[1] for u in urls}
+    return Listing(docs, total, entities, entities_total, versions)
+
+
+def _row_json(row: DocumentRow | EntityRow,
+              versions: dict[str, list[VersionRow]] | None) -> dict[str, Any]:
+    out = asdict(row)
+    out["first_fetched"], out["last_fetched"] = _iso(row.first_fetched), _iso(row.last_fetched)
+    out["last_fetched_s"] = row.last_fetched
+    if versions is not None:
+        out["version_list"] = [{**asdict(v), "fetched": _iso(v.fetched_at)}
+                               for v in versions.get(row.url, [])]
+    return out
+
+
+def listing_json(listing: Listing) -> dict[str, Any]:
+    """``--json``: ``documents`` (with ``total``/``shown``, left out with ``--dtds``) and
+    ``dtds`` (with ``dtds_total``/``dtds_shown``), each row with ISO times."""
+    out: dict[str, Any] = {
+        "dtds_total": listing.entities_total, "dtds_shown": len(listing.entities),
+        "dtds": [_row_json(e, listing.versions) for e in listing.entities]}
+    if listing.documents is not None:
+        out.update({"total": listing.total, "shown": len(listing.documents),
+                    "documents": [_row_json(d, listing.versions) for d in listing.documents]})
+    return out
+
+
+def format_listing(listing: Listing) -> str:
+    """The text of ``xyro documents``: the documents, then the DTD and entity files."""
+    versions = listing.versions or {}
+    parts = []
+    if listing.documents is not None:
+        parts.append(format_documents(listing.documents, listing.total, versions))
+    if listing.entities or listing.documents is None:
+        parts.append(format_entities(listing.entities, listing.entities_total, versions))
+    return "\n\n".join(parts)
 
 
 def format_documents(rows: list[DocumentRow], total: int,
@@ -263,6 +373,26 @@ def format_documents(rows: list[DocumentRow], total: int,
     return "\n".join(lines)
 
 
+def format_entities(rows: list[EntityRow], total: int,
+                    versions: dict[str, list[VersionRow]]) -> str:
+    """The DTD and entity section of ``xyro documents`` (docstring of the command)."""
+    if not rows:
+        return "no DTDs or external entity files match"
+    size_w = max(4, *(len(str(r.size)) for r in rows))
+    lines = [f"DTDs and entities ({total}):",
+             f"{'LAST FETCHED':<20}  {'VERS':>4}  {'SIZE':>{size_w}}  {'DOCS':>5}  URL"]
+    for r in rows:
+        lines.append(f"{_iso(r.last_fetched):<20}  {r.versions:>4}  {r.size:>{size_w}}  "
+                     f"{r.used_by:>5}  {r.url}")
+        for v in versions.get(r.url, []):
+            lines.append(f"{_iso(v.fetched_at):<20}  {'#' + str(v.number):>4}  "
+                         f"{v.size:>{size_w}}  {'':>5}  md5 {v.md5.lower()}")
+    shown = f"{len(rows)} of {total}" if total > len(rows) else f"{total}"
+    lines.append(f"{shown} DTD/entity file(s)" + (" (raise --limit to see more)"
+                                                   if total > len(rows) else ""))
+    return "\n".join(lines)
+
+
 @click.command("export")
 @click.argument("url")
 @click.option("--version", "number", type=int, default=None, metavar="N",
@@ -271,9 +401,14 @@ def format_documents(rows: list[DocumentRow], total: int,
               help="Write to FILE instead of standard output.")
 @click.pass_context
 def export(ctx: click.Context, url: str, number: int | None, output: Path | None) -> None:
-    """Write one stored version of the XML document at URL, decompressed, byte for byte."""
+    """Write one stored version of the XML document at URL, decompressed, byte for byte.
+
+    DTD and entity files listed by `xyro documents --dtds` export the same way. The
+    inspection views (hosts, errors, change rates...) are written by `xyro views NAME
+    --format csv|json|jsonl`.
+    """
     app = _app_of(ctx)
-    with app.open_store() as store:
+    with app.open_store(read_only=True) as store:
         conn = store.read_connection()
         try:
             found = url_versions(conn, url)

@@ -51,9 +51,10 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
                          "then explain a page")
     app = _app(ctx)
     settings = PlannerSettings.from_config(app.config.refresh)
-    with app.open_store() as store:
-        conn = store.read_connection()
+    with app.open_store(read_only=not run_unit) as store:
+        # The writer first: a user who cannot write hears so before anything is read.
         writer = store.writer(now=app.clock.now) if run_unit else None
+        conn = store.read_connection()
         try:
             planner = RefreshPlanner(conn, writer.submit if writer else _read_only, app.clock,
                                      settings)

@@ -181,7 +181,8 @@ class Daemon:
     def _publish(self, final: bool) -> None:
         if self._parts is None:
             return
-        snap = self._parts.crawler.snapshot()
+        # updated_at (crawl clock): lets `xyro status` tell a live snapshot from a stale one.
+        snap = {**self._parts.crawler.snapshot(), "updated_at": self.app.clock.now()}
         key = "crawl.last_run" if final else "crawl.live"
         self._parts.writer.submit(SetState(key, json.dumps(snap, default=str)))
         self.notifier.status(f"{snap['pages']} pages, {snap['pages_per_s']} pages/s, "

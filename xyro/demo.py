@@ -18,6 +18,7 @@ from typing import Any
 
 from xyro.app import App
 from xyro.config import XyroConfig
+from xyro.errors import UsageError
 from xyro.clock import AcceleratedClock, WallClock
 from xyro.crawl_run import run_crawl
 from xyro.crawler import CrawlSummary
@@ -77,7 +78,12 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
              ) -> tuple[CrawlSummary, Audit]:
     """Serve ``spec`` on loopback, crawl it into the configured store, audit the log."""
     clock = AcceleratedClock(WallClock().now(), speed) if speed != 1 else WallClock()
-    with SyntheticWeb(spec, clock) as web:
+    try:
+        web = SyntheticWeb(spec, clock)
+    except ValueError as exc:  # a spec the web model cannot build: the user's options
+        raise UsageError(f"cannot build the demo's web: {exc} (options --hosts, "
+                         "--web-pages, --no-hostile)") from None
+    with web:
         demo_app = App(demo_config(app, web.seeds), clock)
         with demo_app.open_store(create=True):
             pass

@@ -69,14 +69,15 @@ def test_refused_private_sees_literals_and_localhost_without_dns() -> None:
 def test_summary_reports_the_window_since_the_last_line(caplog: pytest.LogCaptureFixture) -> None:
     now = [100.0]
     summary = SummaryLine(monotonic=lambda: now[0])
-    snap = {"pages": 10, "errors_by_kind": {"dns": 1}, "queued": 5,
+    snap = {"pages": 10, "pages_per_s": 0.5, "errors_by_kind": {"dns": 1}, "queued": 5,
             "queued_by_priority": {0: 0, 1: 2, 3: 3}, "in_flight": 2, "hosts_waiting": 4}
     with caplog.at_level(logging.INFO):
         first = summary.emit(snap)
         now[0] = 160.0
         second = summary.emit({**snap, "pages": 130, "errors_by_kind": {"dns": 1, "http": 6}},
                               due=42)
-    assert "(first summary)" in first and "errors since last: dns=1" in first
+    assert first.startswith("summary: 0.5 pages/s since the start, 10 pages in all")
+    assert "errors since last: dns=1" in first
     assert "due this unit not planned yet" in first
     assert second.startswith("summary: 2.0 pages/s over 60 s, 130 pages in all")
     assert "errors since last: http=6;" in second
@@ -97,5 +98,5 @@ def test_idle_and_busy_are_logged_once_per_transition(caplog: pytest.LogCaptureF
 
 def test_format_summary_without_queues() -> None:
     line = format_summary({}, 0.0, {}, None, None)
-    assert line == ("summary: 0.0 pages/s (first summary), 0 pages in all; errors since last: "
+    assert line == ("summary: 0.0 pages/s since the start, 0 pages in all; errors since last: "
                     "none; queued 0, in flight 0, hosts waiting 0; due this unit not planned yet")

@@ -2,7 +2,8 @@
 
 Versions are written the way the loader writes them: the bytes through
 :class:`xyro.loader.warehouse.Warehouse`, the rows as ``XmlVersion`` ops through the
-metadata writer.
+metadata writer; documents with a C14N signature, the DTD and entity files it keeps for
+them without one (``LoaderStage.store_entity``), which ``xyro documents`` lists apart.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ DOC_B = "http://b.example.com:8080/feed.xml"
 DOC_C = "http://a.example.com/docs/bad.xml"
 HTML = "http://a.example.com/index.html"
 DOCBOOK = "http://www.oasis-open.org/docbook/xml/4.5/docbookx.dtd"
+ENTITIES = "http://www.oasis-open.org/docbook/xml/4.5/dbcentx.mod"
+DTD_BODY = b'<!ENTITY % dbcent SYSTEM "dbcentx.mod">\n<!ELEMENT doc (#PCDATA)>\n'
+ENT_BODY = b'<!ENTITY euro "&#x20AC;">\n'
 
 
 def body_of(text: str) -> bytes:
@@ -42,7 +46,8 @@ def body_of(text: str) -> bytes:
 
 @pytest.fixture
 def site(tmp_path: Path) -> dict[str, object]:
-    """A database with 3 XML documents (A: 3 versions, B: 1, C: 1 invalid) and one HTML page."""
+    """A database with 3 XML documents (A: 3 versions, B: 1, C: 1 invalid), one HTML page,
+    and the DocBook DTD (declared by A) and one of its entity files, fetched for the loader."""
     db, warehouse_dir = tmp_path / "var" / "xyro.db", tmp_path / "var" / "warehouse"
     db.parent.mkdir()
     config = tmp_path / "xyro.yaml"
@@ -62,11 +67,23 @@ def site(tmp_path: Path) -> dict[str, object]:
                 body = body_of(text)
                 key = warehouse.put(body)
                 bodies[(url, sum(1 for u, _ in bodies if u == url) + 1)] = body
+                writer.submit(FetchRecord(url, at, PageType.XML, 200, hashlib.md5(body).digest(),
+                                          content_type="application/xml", size=len(body)))
                 writer.submit(XmlVersion(
-                    url=url, md5=hashlib.md5(body).digest(), c14n_signature=None,
+                    url=url, md5=hashlib.md5(body).digest(),
+                    c14n_signature=hashlib.md5(b"c14n " + body).digest(),
                     fetched_at=at, size=len(body), storage_key=key, valid=valid,
                     validation_error="element doc: not declared" if valid is False else None,
                     dtd_url=dtd, schema_url=schema))
+            for url, at, body, ctype in ((DOCBOOK, T0 - 60, DTD_BODY, "application/xml-dtd"),
+                                         (ENTITIES, T0 - 30, ENT_BODY, "text/plain")):
+                bodies[(url, 1)] = body
+                md5 = hashlib.md5(body).digest()
+                writer.submit(FetchRecord(url, at, PageType.DTD, 200, md5, content_type=ctype,
+                                          size=len(body)))
+                writer.submit(XmlVersion(url=url, md5=md5, c14n_signature=None, fetched_at=at,
+                                         size=len(body), storage_key=warehouse.put(body),
+                                         valid=None))
         finally:
             writer.close()
     return {"config": config, "bodies": bodies, "warehouse": warehouse_dir, "db": db}
@@ -87,6 +104,7 @@ def test_documents_lists_latest_version_newest_first(site: dict[str, object]) ->
     result = run(site, "documents", "--json")
     report = json.loads(result.stdout)
     assert report["total"] == 3 and report["shown"] == 3
+    assert report["dtds_total"] == 2 and report["dtds_shown"] == 2
     assert [d["url"] for d in report["documents"]] == [DOC_A, DOC_B, DOC_C]
     a = report["documents"][0]
     bodies = site["bodies"]
@@ -112,7 +130,15 @@ def test_documents_text_output(site: dict[str, object]) -> None:
                                 "http://a.example.com/book.xsd"]
     assert any(line.endswith(DOC_B) and " - " in line for line in lines)
     assert "error: element doc: not declared" in result.stdout
-    assert lines[-1] == "3 document(s)"
+    # The documents, then the DTD and entity files apart, each with its own count.
+    end = lines.index("3 document(s)")
+    assert not any(line.endswith((DOCBOOK, ENTITIES)) for line in lines[:end])
+    assert lines[end + 1:end + 3] == ["", "DTDs and entities (2):"]
+    assert lines[end + 3].split() == ["LAST", "FETCHED", "VERS", "SIZE", "DOCS", "URL"]
+    entity, dtd = lines[end + 4].split(), lines[end + 5].split()
+    assert entity == ["2024-05-01T11:59:30Z", "1", str(len(ENT_BODY)), "0", ENTITIES]
+    assert dtd == ["2024-05-01T11:59:00Z", "1", str(len(DTD_BODY)), "1", DOCBOOK]
+    assert lines[-1] == "2 DTD/entity file(s)"
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -137,6 +163,52 @@ def test_documents_filters(site: dict[str, object], args: tuple[str, ...],
     assert listed(run(site, "documents", "--json", *args)) == expected
 
 
+def test_dtds_and_entities_are_listed_apart(site: dict[str, object]) -> None:
+    report = json.loads(run(site, "documents", "--json").stdout)
+    assert DOCBOOK not in [d["url"] for d in report["documents"]]
+    entity, dtd = report["dtds"]
+    assert [entity["url"], dtd["url"]] == [ENTITIES, DOCBOOK]  # newest first
+    assert dtd["used_by"] == 1 and entity["used_by"] == 0      # DOC_A declares the DTD
+    assert dtd["content_type"] == "application/xml-dtd" and dtd["host"] == "www.oasis-open.org"
+    assert dtd["size"] == len(DTD_BODY) and dtd["versions"] == 1
+    assert dtd["md5"] == hashlib.md5(DTD_BODY).hexdigest().upper()
+    assert dtd["last_fetched"] == "2024-05-01T11:59:00Z" and dtd["last_fetched_s"] == T0 - 60
+    assert "valid" not in dtd  # never validated: no such field
+
+
+def test_dtds_flag_lists_only_them(site: dict[str, object]) -> None:
+    report = json.loads(run(site, "documents", "--dtds", "--json").stdout)
+    assert set(report) == {"dtds", "dtds_total", "dtds_shown"}
+    assert [d["url"] for d in report["dtds"]] == [ENTITIES, DOCBOOK]
+    text = run(site, "documents", "--dtds").stdout.splitlines()
+    assert text[0] == "DTDs and entities (2):" and text[-1] == "2 DTD/entity file(s)"
+    assert not any(DOC_A in line for line in text)
+    limited = run(site, "documents", "--dtds", "--limit", "1", "--versions").stdout
+    assert "1 of 2 DTD/entity file(s) (raise --limit to see more)" in limited
+    assert f"md5 {hashlib.md5(ENT_BODY).hexdigest()}" in limited
+
+
+@pytest.mark.parametrize("args, docs, dtds", [
+    ((), [DOC_A, DOC_B, DOC_C], [ENTITIES, DOCBOOK]),
+    (("--host", "www.oasis-open.org"), [], [ENTITIES, DOCBOOK]),
+    (("--host", "a.example.com"), [DOC_A, DOC_C], []),
+    (("--dtd", "docbookx"), [DOC_A], [DOCBOOK]),         # --dtd matches a DTD's own URL
+    (("--valid",), [DOC_A], []),                         # DTDs are never validated
+    (("--invalid",), [DOC_C], []),
+    (("--changed-since", "2024-05-01T11:59:30Z"), [DOC_A, DOC_B, DOC_C], [ENTITIES]),
+    (("--limit", "1"), [DOC_A], [ENTITIES]),             # the limit applies to each list
+])
+def test_filters_apply_to_both_lists(site: dict[str, object], args: tuple[str, ...],
+                                     docs: list[str], dtds: list[str]) -> None:
+    report = json.loads(run(site, "documents", "--json", *args).stdout)
+    assert [d["url"] for d in report["documents"]] == docs
+    assert [d["url"] for d in report["dtds"]] == dtds
+
+
+def test_export_a_dtd(site: dict[str, object]) -> None:
+    assert run(site, "export", DOCBOOK).stdout_bytes == DTD_BODY
+
+
 def test_documents_limit_and_versions(site: dict[str, object]) -> None:
     report = json.loads(run(site, "documents", "--json", "--limit", "1", "--versions").stdout)
     assert report["total"] == 3 and report["shown"] == 1
@@ -157,7 +229,9 @@ def test_documents_on_an_empty_database(tmp_path: Path) -> None:
     result = run({"config": config}, "documents")
     assert result.exit_code == 0 and result.stdout.strip() == "no XML documents match"
     assert json.loads(run({"config": config}, "documents", "--json").stdout) == {
-        "total": 0, "shown": 0, "documents": []}
+        "total": 0, "shown": 0, "documents": [], "dtds_total": 0, "dtds_shown": 0, "dtds": []}
+    result = run({"config": config}, "documents", "--dtds")
+    assert result.stdout.strip() == "no DTDs or external entity files match"
 
 
 def test_documents_bad_date_is_a_usage_error(site: dict[str, object]) -> None:
@@ -231,7 +305,8 @@ def test_no_database_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_help_texts() -> None:
     runner = CliRunner()
-    for command, needle in (("documents", "--changed-since"), ("export", "--version N")):
+    for command, needle in (("documents", "--changed-since"), ("documents", "--dtds"),
+                            ("export", "--version N")):
         result = runner.invoke(cli, [command, "--help"])
         assert result.exit_code == 0 and needle in result.output
 
