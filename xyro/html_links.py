@@ -1,4 +1,4 @@
-"""Link extraction from HTML pages (issue 3, item 4; paper 003 §3: HTML pages are read only
+"""Link extraction from HTML pages (paper 003 §3: HTML pages are read only
 to discover links towards XML documents and other HTML pages).
 
 ``extract_links(body, url)`` is a pure function: bytes in, an ``HtmlExtraction`` out, no

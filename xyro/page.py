@@ -1,4 +1,4 @@
-"""What one fetch tells about a page: its type, signature, links and error (issue 3, items 4–5).
+"""What one fetch tells about a page: its type, signature, links and error (DESIGN.md §2).
 
 Runs in the fetch worker threads (the CPU-heavy part of a crawl: HTML parsing and URL
 canonicalization), so the dispatcher thread only does frontier bookkeeping.
@@ -43,7 +43,7 @@ def analyse(result: FetchResult, known_type: PageType | None, follow_nofollow: b
     """Classify ``result`` and, for HTML, extract canonical links.
 
     A 304 keeps the type the page already had (``known_type``). XML and DTD bodies are kept
-    as metadata with their MD5 signature here; the XML loader parses them (issue 4).
+    as metadata with their MD5 signature here; the XML loader parses them (DESIGN.md §2).
     """
     if result.error_kind is not None:
         return PageOutcome(PageType.ERROR, error_kind=str(result.error_kind),

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 
 class ErrorKind(StrEnum):
-    """Why a URL ended as an ERROR (DESIGN.md §7, issue 3 item 5)."""
+    """Why a URL ended as an ERROR (DESIGN.md §7)."""
 
     TIMEOUT = "timeout"            # connect/read timeout, total deadline, or stop requested
     TOO_LARGE = "too_large"        # wire cap or decoded cap exceeded

@@ -1,5 +1,5 @@
 """A crawl stopped (SIGTERM or SIGKILL) and restarted resumes without fetching again what was
-already done (issue 3, bar 1), checked from the synthetic web's request log.
+already done, checked from the synthetic web's request log.
 
 ``xyro crawl`` runs as a real subprocess on a config file; the web runs in the test process.
 SIGTERM must exit 0 with every fetched page stored or given back (still queued: a fetch the

@@ -1,4 +1,4 @@
-"""Checks, links and canonical signatures of single documents (issue 4, items 2–4)."""
+"""Checks, links and canonical signatures of single documents (paper 003 §3–4)."""
 
 from __future__ import annotations
 

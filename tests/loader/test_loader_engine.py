@@ -1,4 +1,4 @@
-"""The loader inside the crawl engine (issue 4, item 6): documents wait for their DTDs
+"""The loader inside the crawl engine: documents wait for their DTDs
 fetched at priority 0 through the polite crawler, resume, fail on timeout, and their
 versions, links and canonical signatures reach the store and the warehouse."""
 

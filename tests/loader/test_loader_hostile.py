@@ -1,4 +1,4 @@
-"""Hostile XML, each a test (issue 4 bar): every one ends in ERROR or a bounded result,
+"""Hostile XML, each a test (DESIGN.md §7): every one ends in ERROR or a bounded result,
 no local file is read, nothing is fetched by libxml2, and memory stays bounded."""
 
 from __future__ import annotations

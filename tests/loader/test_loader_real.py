@@ -1,4 +1,4 @@
-"""Real XML from Debian packages served on 127.0.0.1 (issue 4 bar): DocBook XSL stylesheets
+"""Real XML from Debian packages served on 127.0.0.1: DocBook XSL stylesheets
 (xsl:import/include discovered and fetched), documents with the DocBook 4.5 and XHTML 1.0
 DTDs (loaded, validated, every DTD/entity file fetched once and politely)."""
 

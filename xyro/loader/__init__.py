@@ -1,4 +1,4 @@
-"""The XML loader (paper 003 §2–4, issue 4): safe parsing, checks, links, canonical
+"""The XML loader (paper 003 §2–4): safe parsing, checks, links, canonical
 signatures, the warehouse of versions, and the bookkeeping of documents waiting for DTDs.
 
 libxml2 never fetches anything by itself here (DESIGN.md §7): every external DTD, parameter

@@ -1,4 +1,4 @@
-"""The change signature of an XML document: MD5 of its C14N 2.0 form (issue 4, item 4).
+"""The change signature of an XML document: MD5 of its C14N 2.0 form (paper 003 §6).
 
 C14N 2.0 (https://www.w3.org/TR/xml-c14n2/) fixes attribute order, quoting, namespace
 declarations, empty-element syntax and character references; ``with_comments=False`` drops

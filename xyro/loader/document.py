@@ -1,4 +1,4 @@
-"""Loading one XML document: parse safely, check, sign, find links (issue 4, items 1–4).
+"""Loading one XML document: parse safely, check, sign, find links (paper 003 §3–4; DESIGN.md §7).
 
 :func:`load_document` is pure CPU work on bytes already fetched; it runs in the crawler's
 fetch workers. It never blocks on the network: a document whose DTD or external entities

@@ -1,4 +1,4 @@
-"""Links in XML documents (issue 4, item 3; paper 003 §3: "the loader discovers what Xyro
+"""Links in XML documents (paper 003 §3: "the loader discovers what Xyro
 cannot"): the loader hands them back to the crawler and to Link-Data.
 
 What counts as a link, in document order:

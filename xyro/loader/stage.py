@@ -1,4 +1,4 @@
-"""The loader as a stage of the crawl engine (issue 4, item 6; DESIGN.md §2).
+"""The loader as a stage of the crawl engine (DESIGN.md §2).
 
 Worker side (fetch threads, the CPU): :meth:`LoaderStage.load` parses a fetched XML body,
 stores a new version in the warehouse when its canonical signature changed, and turns the

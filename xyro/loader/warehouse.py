@@ -1,5 +1,5 @@
 """The warehouse: every distinct version of every XML document, content-addressed and
-compressed (issue 4, item 5; paper 003 §2: HTML is never stored, only its metadata).
+compressed (paper 003 §2: HTML is never stored, only its metadata).
 
 Layout under ``storage.warehouse_dir``::
 
