@@ -94,3 +94,34 @@ def test_explicit_robots_rules_override_the_random_ones() -> None:
         assert all(u.split("/", 3)[3].startswith(("tmp/", "search/"))
                    for u in web.disallowed_urls(1))
         assert web.disallowed_urls(1)
+
+
+def test_honest_sitemaps_date_each_change_and_lying_ones_the_generation_time() -> None:
+    """Some sitemap hosts tell the truth in <lastmod>, the others stamp "now": the two cases
+    a publication-trust check must tell apart."""
+    import re
+    from datetime import datetime
+
+    spec = WebSpec(seed=5, n_hosts=8, n_pages=400, hostile=frozenset(),
+                   robots_missing_share=0.0, sitemap_share=1.0, sitemap_honest_share=0.5,
+                   change_rate_mean=1 / 3600.0, static_share=0.0)
+    clock = ManualClock(1.7e9)
+    with SyntheticWeb(spec, clock) as web:
+        clock.advance(5 * 86400.0)   # pages change about every hour: their dates now differ
+        now = clock.now()
+        kinds = set()
+        for host in [h for h in web.model.normal_hosts if h.sitemap]:
+            text = requests.get(web.url_of(host.index, "/sitemap.xml"), timeout=5).text
+            dates = {loc: datetime.fromisoformat(d.replace("Z", "+00:00")).timestamp()
+                     for loc, d in re.findall(r"<loc>([^<]+)</loc><lastmod>([^<]+)</lastmod>",
+                                              text)}
+            assert len(dates) == sum(1 for p in host.pages if not web.model.pages[p].disallowed)
+            if host.sitemap_honest:
+                for p in host.pages:
+                    if web.url(p) in dates:
+                        assert dates[web.url(p)] == int(web.changes.state(p, now)[1])
+                assert len(set(dates.values())) > 1
+            else:
+                assert set(dates.values()) == {int(now)}
+            kinds.add(host.sitemap_honest)
+        assert kinds == {True, False}

@@ -189,10 +189,12 @@ class Renderer:
             lines += ["", f"Sitemap: {self._url(host.index, '/sitemap.xml')}"]
         return ("\n".join(lines) + "\n").encode()
 
-    def sitemap(self, host: Host) -> bytes:
-        """Sitemap of a host: its pages outside the disallowed areas."""
+    def sitemap(self, host: Host, lastmod: dict[int, float]) -> bytes:
+        """Sitemap of a host: its pages outside the disallowed areas, each with the
+        ``<lastmod>`` given (page id → clock time)."""
         locs = "".join(f"<url><loc>{self._url(host.index, self._model.pages[p].path)}</loc>"
-                       f"</url>\n" for p in host.pages if not self._model.pages[p].disallowed)
+                       f"<lastmod>{_iso(lastmod[p])}</lastmod></url>\n"
+                       for p in host.pages if not self._model.pages[p].disallowed)
         return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
                 f'schemas/sitemap/0.9">\n{locs}</urlset>\n').encode()
 

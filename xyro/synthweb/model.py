@@ -12,7 +12,7 @@ a = 1 / (gamma - 1) for the spec's ``inlink_exponent`` gamma.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,6 +62,7 @@ class Host:
     sitemap: bool
     throttled: bool
     pages: tuple[int, ...]         # page ids, home page first
+    sitemap_honest: bool = False   # <lastmod> = true last change (else: generation time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +170,7 @@ def build_model(spec: WebSpec) -> WebModel:
 
 
 def _with_pages(h: Host, pages: tuple[int, ...]) -> Host:
-    return Host(h.index, h.address, h.role, h.robots, h.disallow, h.crawl_delay,
-                h.reliable_last_modified, h.etag, h.sitemap, h.throttled, pages)
+    return replace(h, pages=pages)
 
 
 def _host_attrs(spec: WebSpec, rng: np.random.Generator) -> list[Host]:
@@ -187,6 +187,8 @@ def _host_attrs(spec: WebSpec, rng: np.random.Generator) -> list[Host]:
             role_of[int(special.pop(0))] = kind
     overrides = {r.host: r for r in spec.robots_rules}
     draws = rng.random((n, 6))
+    # A stream of its own, so that webs built before sitemaps had <lastmod> stay the same.
+    honest_draws = np.random.default_rng([spec.seed, 0x5173]).random(n)
     hosts = []
     for i in range(n):
         robots = "rules"
@@ -208,7 +210,8 @@ def _host_attrs(spec: WebSpec, rng: np.random.Generator) -> list[Host]:
             reliable_last_modified=bool(draws[i, 3] < spec.reliable_lm_share),
             etag=bool(draws[i, 4] < spec.etag_share),
             sitemap=bool(draws[i, 5] < spec.sitemap_share) and robots == "rules",
-            throttled=role_of.get(i) == "throttled_host", pages=()))
+            throttled=role_of.get(i) == "throttled_host", pages=(),
+            sitemap_honest=bool(honest_draws[i] < spec.sitemap_honest_share)))
     for j, role in enumerate(("silent", "refused")):
         idx = n + j
         hosts.append(Host(idx, f"127.0.0.{spec.first_address + idx}", role, "missing", (),

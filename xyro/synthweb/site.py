@@ -1,6 +1,7 @@
 """What one host of the synthetic web answers: routing, conditional GET, robots, throttling.
 
-Pure request -> :class:`Reply` logic; the sockets are in server.py. Conditional GET:
+Pure request -> :class:`Reply` logic; the sockets are in server.py. Sitemaps carry
+``<lastmod>``: the true last change on honest hosts, the generation time on the others. Conditional GET:
 hosts with ETags answer If-None-Match with 304 when the version's tag matches; hosts with
 reliable Last-Modified send the true time of the last change and answer If-Modified-Since
 with 304 when nothing changed since; unreliable hosts send "now" and ignore
@@ -43,7 +44,6 @@ class Site:
         self._throttle_lock = threading.Lock()
         self._last_served = float("-inf")
         self._robots: bytes | None = None
-        self._sitemap: bytes | None = None
 
     def answer(self, target: str, if_none_match: str | None, if_modified_since: str | None,
                now: float) -> Reply:
@@ -51,9 +51,7 @@ class Site:
         if path == "/robots.txt":
             return self._robots_reply(now)
         if path == "/sitemap.xml" and self.host.sitemap:
-            if self._sitemap is None:
-                self._sitemap = self._renderer.sitemap(self.host)
-            return Reply(200, "application/xml", self._sitemap)
+            return Reply(200, "application/xml", self._sitemap_body(now))
         resource = RESOURCES.get(path)
         if resource is not None:
             return Reply(200, resource[0], resource[1])
@@ -89,6 +87,15 @@ class Site:
         if self._robots is None:
             self._robots = self._renderer.robots(self.host)
         return Reply(200, "text/plain", self._robots)
+
+    def _sitemap_body(self, now: float) -> bytes:
+        """Honest hosts date each URL by its last change; the others by ``now`` (the
+        sitemap's generation time), the lie a publication-trust check must catch."""
+        if self.host.sitemap_honest:
+            lastmod = {p: self._changes.state(p, now)[1] for p in self.host.pages}
+        else:
+            lastmod = dict.fromkeys(self.host.pages, now)
+        return self._renderer.sitemap(self.host, lastmod)
 
     def _page(self, page: int, inm: str | None, ims: str | None, now: float) -> Reply:
         version, last = self._changes.state(page, now)

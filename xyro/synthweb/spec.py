@@ -48,6 +48,9 @@ class WebSpec:
     reliable_lm_share: float = 0.5
     etag_share: float = 1.0
     sitemap_share: float = 0.5
+    # Of the hosts with a sitemap, the share whose <lastmod> dates are the true last changes;
+    # the others stamp every URL with the time the sitemap was generated (a lying CMS).
+    sitemap_honest_share: float = 0.5
     disallow_share: float = 0.5
     disallowed_page_share: float = 0.1
     crawl_delay_share: float = 0.25
@@ -70,7 +73,7 @@ class WebSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "hostile", frozenset(self.hostile))
         for name in ("xml_share", "cross_host_share", "static_share", "reliable_lm_share",
-                     "etag_share", "sitemap_share", "disallow_share", "disallowed_page_share",
+                     "etag_share", "sitemap_share", "sitemap_honest_share", "disallow_share", "disallowed_page_share",
                      "crawl_delay_share", "robots_missing_share"):
             _check(0.0 <= getattr(self, name) <= 1.0, name, "must be in [0, 1]", self)
         _check(self.n_hosts >= 1, "n_hosts", "must be >= 1", self)
