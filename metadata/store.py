@@ -24,7 +24,7 @@ from pathlib import Path
 from metadata.connection import (connect, connect_read_only, open_error, search_problem,
                                  write_problem)
 from metadata.errors import MetadataError, StoreAccessError
-from metadata.graph import export_graph
+from metadata.graph import LinkStream, export_graph, graph_counts, stream_graph
 from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph
 from metadata.resolver import UrlResolver
@@ -282,6 +282,26 @@ class MetadataStore:
         conn = self.read_connection()
         try:
             return export_graph(conn)
+        finally:
+            conn.close()
+
+    def graph_counts(self) -> tuple[int, int]:
+        """(pages, links), reading no child list (:func:`metadata.graph.graph_counts`)."""
+        conn = self.read_connection()
+        try:
+            return graph_counts(conn)
+        finally:
+            conn.close()
+
+    @contextmanager
+    def stream_graph(self, max_links: int) -> Iterator[LinkStream]:
+        """The graph as counts, XML mask and child-list chunks of about ``max_links`` links,
+        all from one read snapshot that lasts as long as the block (DESIGN.md §5 "Scale";
+        see :class:`metadata.graph.LinkStream`)."""
+        conn = self.read_connection()
+        try:
+            with stream_graph(conn, max_links) as stream:
+                yield stream
         finally:
             conn.close()
 

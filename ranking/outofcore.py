@@ -13,7 +13,9 @@ out-links once for the pre-scaled vector and the page flags (no out-link, self-l
 Same equations, stopping rule and variants as the in-memory solvers (``ranking.importance``,
 ``ranking.interest``, residuals as in ``ranking.sweep``). With E″ (interest personalized by
 XML importance) the personalization is taken from the latest importance at each sweep: it
-settles when the importance does, so one scan still serves both.
+settles when the importance does, so one scan still serves both. Without any XML page the
+interest is undefined (no E′): the sweeps then compute the importance alone and the interest
+comes back as zeros after 0 iterations, as the in-memory glue reports it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ranking.importance import check_dangling, personalization_vector
-from ranking.interest import check_xml_mask
 from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
 from ranking.slices import SliceStore
 from ranking.gauss_seidel import DANGLING, SELF_LINK, DanglingMass, Rows, page_flags, sweep_rows
@@ -76,7 +77,8 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
                      progress: ProgressFn | None = None) -> CombinedResult:
     """Both rankings over the slices; raises ConvergenceError after ``max_iter`` sweeps."""
     check_dangling(dangling)
-    mask = check_xml_mask(xml_mask, store.n)
+    mask = _mask(xml_mask, store.n)
+    has_xml = bool(mask.any())
     started = time.perf_counter()
     c, n = params.damping, store.n
     e = personalization_vector(n, personalization)
@@ -85,7 +87,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     direct = DanglingMass(float(importance.read(0, n)[flags & DANGLING > 0].sum()), 1.0,
                           spread=dangling == "paper")
     xml_count = float(mask.sum())  # E′ = mask/xml_count, built per slice (no n-vector)
-    interest = mask / xml_count
+    interest = mask / xml_count if has_xml else np.zeros(n)
     xml_mass = sum(float(importance.read(int(a), int(b))[mask[int(a):int(b)]].sum())
                    for a, b in zip(store.bounds[:-1], store.bounds[1:]))
     res_d: list[float] = []
@@ -97,21 +99,24 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
             in_ptr, in_idx, out_ptr, out_idx = store.load(k)
             c_inv_deg = c * _inverse_degree(out_ptr)
             x = importance.read(r0, r1)
-            e_i = (np.where(mask[r0:r1], x, 0.0) / xml_mass if interest_from_importance
-                   else mask[r0:r1] / xml_count)
             tele_d = (1.0 - c) * (e if isinstance(e, float) else e[r0:r1])
             rows = Rows(in_ptr, in_idx, r0, c_inv_deg, None, tele_d, flags[r0:r1])
             d_tot.add(*sweep_rows(rows, x, scaled, direct, c))
             d_tot.xml_mass += float(x[mask[r0:r1]].sum())
             importance.write(r0, x / importance.scale)
+            if not has_xml:
+                continue
+            e_i = (np.where(mask[r0:r1], x, 0.0) / xml_mass if interest_from_importance
+                   else mask[r0:r1] / xml_count)
             rows = Rows(out_ptr, out_idx, r0, None, c_inv_deg, (1.0 - c) * e_i,
                         flags[r0:r1] & SELF_LINK)
             i_tot.add(*sweep_rows(rows, interest[r0:r1], interest, DanglingMass(), c))
-        for totals in (d_tot, i_tot):
+        for totals in (d_tot, i_tot) if has_xml else (d_tot,):
             if totals.total <= 0.0 or not math.isfinite(totals.total):
                 raise ValueError(f"out-of-core ranking: an iterate vanished (sum {totals.total})")
         res_d.append(d_tot.diff / d_tot.total)
-        res_i.append(i_tot.diff / i_tot.total)
+        if has_xml:
+            res_i.append(i_tot.diff / i_tot.total)
         factor = 1.0 / d_tot.total  # renormalize the importance to ‖PR‖₁ = 1
         importance.scale *= factor
         scaled *= factor
@@ -119,17 +124,29 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
         xml_mass = d_tot.xml_mass * factor
         if progress is not None:
             progress(SweepProgress("importance", sweep, res_d[-1]))
-            progress(SweepProgress("interest", sweep, res_i[-1]))
-        if res_d[-1] < params.tol and res_i[-1] < params.tol:
+            if has_xml:
+                progress(SweepProgress("interest", sweep, res_i[-1]))
+        if res_d[-1] < params.tol and (not has_xml or res_i[-1] < params.tol):
             seconds = time.perf_counter() - started
             values = importance.read(0, n)
             values /= values.sum()
             return CombinedResult(
                 RankResult(values, sweep, res_d[-1], tuple(res_d), seconds, "out-of-core"),
-                RankResult(interest, sweep, res_i[-1], tuple(res_i), seconds, "out-of-core"),
+                RankResult(interest, sweep if has_xml else 0, res_i[-1] if has_xml else 0.0,
+                           tuple(res_i), seconds, "out-of-core"),
                 store.count, seconds / sweep)
     name, res = ("importance", res_d) if res_d[-1] >= params.tol else ("interest", res_i)
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))
+
+
+def _mask(xml_mask: object, n: int) -> np.ndarray:
+    """The XML mask as bool[n]; unlike the in-memory interest, it may mark no page."""
+    mask = np.asarray(xml_mask)
+    if mask.shape != (n,):
+        raise ValueError(f"xml_mask has shape {mask.shape}, expected ({n},) for n={n} pages")
+    if mask.dtype != np.bool_:
+        raise ValueError(f"xml_mask must be a bool array, got dtype {mask.dtype}")
+    return mask
 
 
 def _first_pass(store: SliceStore, importance: _Importance,

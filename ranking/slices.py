@@ -18,7 +18,11 @@ direct importance itself lives on disk and is read and written one slice at a ti
 memory budget picks S so that the largest slice fits beside the resident vectors.
 
 The graph is read from a ``CsrSource`` chunk by chunk (never whole), so a graph kept in
-files can be sliced without loading it.
+files can be sliced without loading it. A graph that arrives as a one-shot stream of link
+chunks (a database scan, in page order) is first spooled to the two files of a
+``FileCsrSource`` (:func:`spool_chunks`, one pass, 4 bytes per link written sequentially):
+cutting slices needs every page's in-degree before the first slice is written, so ``build``
+reads its source twice, and a stream can be read once.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -108,6 +113,64 @@ class FileCsrSource:
         return ptr, np.fromfile(self.indices_path, dtype="<i4", count=count,
                                 offset=4 * int(ptr[0]))
 
+
+LinkChunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A piece of an out-link CSR in a stream: (rows, out-degrees, destinations).
+
+``rows``: 0-based page ids, increasing within the chunk and from chunk to chunk (pages
+without out-links may be absent); ``degrees[k]``: the number of out-links of ``rows[k]``;
+``destinations``: their out-links, row after row, in page order (Σ degrees of them)."""
+
+
+def spool_chunks(chunks: Iterable[LinkChunk], n: int, directory: Path) -> FileCsrSource:
+    """Write a stream of link chunks over ``n`` pages as a ``FileCsrSource`` (003 §5.3).
+
+    One pass: each chunk's destinations are appended to the indices file as they come, and
+    only the out-degrees (8 bytes per page) and one chunk are held in memory. The files go
+    to a new folder under ``directory`` (the caller removes it). Raises ValueError on a
+    chunk that is malformed, out of order or names a page outside [0, n)."""
+    if n < 1:
+        raise ValueError(f"n={n}: the graph has no pages, nothing to rank")
+    folder = Path(tempfile.mkdtemp(prefix="xyro-links-", dir=directory))
+    indptr = np.zeros(n + 1, dtype=np.int64)  # out-degrees first, prefix sums at the end
+    after = -1  # the last row seen
+    with open(folder / "indices.bin", "wb") as f:
+        for rows, degrees, destinations in chunks:
+            rows, degrees, destinations = _checked_chunk(rows, degrees, destinations, n, after)
+            if len(rows):
+                indptr[rows + 1] = degrees
+                after = int(rows[-1])
+            destinations.astype("<i4", copy=False).tofile(f)
+    np.cumsum(indptr, out=indptr)
+    indptr.astype("<i8", copy=False).tofile(folder / "indptr.bin")
+    return FileCsrSource(folder / "indptr.bin", folder / "indices.bin")
+
+
+def _checked_chunk(rows: object, degrees: object, destinations: object, n: int,
+                   after: int) -> LinkChunk:
+    """The chunk as (int64, int64, int32) arrays; ValueError naming what is wrong."""
+    r = np.asarray(rows, dtype=np.int64)
+    d = np.asarray(degrees, dtype=np.int64)
+    dst = np.asarray(destinations)
+    if r.ndim != 1 or d.shape != r.shape or dst.ndim != 1:
+        raise ValueError(f"a link chunk has {r.shape} rows, {d.shape} degrees and "
+                         f"{dst.shape} destinations: expected three 1-D arrays, one degree "
+                         "per row")
+    if dst.size and not np.issubdtype(dst.dtype, np.integer):
+        raise ValueError(f"link destinations must be integer page ids, got {dst.dtype}")
+    if len(r) and (int(r[0]) <= after or bool(np.any(r[1:] <= r[:-1]))):
+        raise ValueError(f"link chunk rows must increase (row {int(r[0])} after {after}); "
+                         "stream the pages in id order")
+    if len(r) and int(r[-1]) >= n:
+        raise ValueError(f"link chunk row {int(r[-1])} is outside the graph's n={n} pages")
+    if bool(np.any(d < 0)) or int(d.sum()) != len(dst):
+        raise ValueError(f"link chunk degrees sum to {int(d.sum())} but it holds {len(dst)} "
+                         "destinations")
+    if dst.size and (int(dst.min()) < 0 or int(dst.max()) >= n):
+        bad = int(dst.min()) if int(dst.min()) < 0 else int(dst.max())
+        raise ValueError(f"a link points to page {bad}, outside the graph's n={n} pages "
+                         "(ids must be in [0, n))")
+    return r, d, dst.astype(np.int32, copy=False)
 
 
 POINTER_PIECE_ROWS = 1 << 20

@@ -1,11 +1,26 @@
 """Glue between the ranking package and its callers (`xyro rank`): load, choose in-memory or
-out-of-core from the memory budget, run both rankings, rescale to mean 1 (DESIGN.md §5)."""
+out-of-core from the memory budget, run both rankings, rescale to mean 1 (DESIGN.md §5).
+
+The memory budget bounds the whole process (DESIGN.md §5 "Scale": a memory budget picks S),
+not only the ranking's arrays: for a graph read from the store, what the ranking may use is
+the budget less what the process already holds (its resident set, measured) and less the
+compiled sweep kernel still to be loaded (:data:`KERNEL_BYTES`). A graph that does not fit
+in that is never held whole: it is streamed from the store in chunks into slice files
+(:func:`rank_stream`). ``rank_graph`` (a CSR already in memory, e.g. ``--edges``) compares
+its own arrays with the budget as before.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import shutil
 import tempfile
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -14,11 +29,16 @@ from ranking.importance import direct_importance
 from ranking.interest import inverse_interest
 from ranking.outofcore import rank_out_of_core
 from ranking.results import ProgressFn
-from ranking.slices import ArrayCsrSource, SliceStore
+from ranking.slices import ArrayCsrSource, LinkChunk, SliceStore, spool_chunks
 from ranking.sweep import SolverParams
 
 IN_MEMORY_BYTES_PER_LINK = 24  # out- and in-link CSR, self-link split, transpose temporaries
 IN_MEMORY_BYTES_PER_PAGE = 120
+# numba's compiled sweep kernels and LLVM, loaded from the kernel cache at the first sweep:
+# measured +48 MB of resident set (the compiler itself, on a cold cache, is more).
+KERNEL_BYTES = 64 << 20
+MIN_RANKING_SHARE = 4      # the ranking gets at least budget / 4, however big the process
+STREAM_CHUNK_LINKS = 1 << 20  # links per chunk read from the store (~16 bytes each in flight)
 
 
 @dataclass(frozen=True)
@@ -45,8 +65,49 @@ class RankReport:
     slices: int
 
 
+class LinkStream(Protocol):
+    """A graph read once, in page order (e.g. :class:`metadata.graph.LinkStream`)."""
+
+    n: int
+    xml_mask: np.ndarray
+    chunks: Iterable[LinkChunk]
+
+
 def in_memory_bytes(n: int, m: int) -> int:
     return IN_MEMORY_BYTES_PER_LINK * m + IN_MEMORY_BYTES_PER_PAGE * n
+
+
+def process_rss_bytes() -> int:
+    """This process's resident set now (Linux ``/proc/self/statm``); 0 where unknown."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def release_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``; a no-op
+    elsewhere). Freed numpy buffers under glibc's dynamic mmap threshold (up to 32 MB) and
+    a closed SQLite connection's page cache stay resident otherwise, and would count
+    against the budget of what comes next."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def ranking_bytes(budget: int, in_use: int) -> int:
+    """What the ranking may add to a process holding ``in_use`` bytes under ``budget``:
+    the rest, less the kernel still to load, and never less than budget / 4 (a daemon
+    bigger than its budget still ranks, in smaller slices)."""
+    return max(budget - in_use - KERNEL_BYTES, budget // MIN_RANKING_SHARE)
+
+
+def fits_in_memory(n: int, m: int, budget: int) -> bool:
+    """True when a graph of ``n`` pages and ``m`` links can be ranked whole, in memory,
+    by this process under ``budget`` (see :func:`ranking_bytes`)."""
+    return in_memory_bytes(n, m) <= ranking_bytes(budget, process_rss_bytes())
 
 
 def _mean_one(values: np.ndarray) -> np.ndarray:
@@ -80,9 +141,41 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
     with tempfile.TemporaryDirectory(dir=params.work_dir) as work:
         store = SliceStore.build(ArrayCsrSource(graph.indptr, graph.indices), Path(work),
                                  params.memory_budget_bytes)
-        both = rank_out_of_core(store, mask, params.solver, dangling=params.dangling,
-                                interest_from_importance=params.interest_from_importance,
-                                progress=progress)
+        return _rank_slices(store, mask, params, progress)
+
+
+def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
+                params: RankParams = RankParams(),
+                progress: ProgressFn | None = None) -> RankReport:
+    """Rank a graph too big to hold whole, out of core (DESIGN.md §5 "Scale", 003 §5.3).
+
+    ``read_links(max_links)`` opens the graph as a :class:`LinkStream` of chunks of about
+    ``max_links`` links (a read snapshot of the store). The chunks are spooled to a file
+    while the stream is open, so the snapshot lasts one scan; the slices are then cut from
+    that file under what the budget leaves once the process's own resident set is counted
+    (:func:`ranking_bytes`), and both rankings run over them. At no time is more than a
+    chunk, the per-page vectors and one slice in memory."""
+    in_use = process_rss_bytes()
+    chunk = max(1, min(STREAM_CHUNK_LINKS,
+                       ranking_bytes(params.memory_budget_bytes, in_use) // 64))
+    with tempfile.TemporaryDirectory(prefix="xyro-rank-", dir=params.work_dir) as work:
+        with read_links(chunk) as links:
+            mask = np.asarray(links.xml_mask, dtype=bool)
+            source = spool_chunks(links.chunks, links.n, Path(work))
+        release_free_heap()
+        budget = ranking_bytes(params.memory_budget_bytes, process_rss_bytes())
+        store = SliceStore.build(source, Path(work), budget)
+        shutil.rmtree(source.indices_path.parent)
+        report = _rank_slices(store, mask, params, progress)
+    release_free_heap()
+    return report
+
+
+def _rank_slices(store: SliceStore, mask: np.ndarray, params: RankParams,
+                 progress: ProgressFn | None) -> RankReport:
+    both = rank_out_of_core(store, mask, params.solver, dangling=params.dangling,
+                            interest_from_importance=params.interest_from_importance,
+                            progress=progress)
     return RankReport(_mean_one(both.importance.values), _mean_one(both.interest.values),
                       both.importance.iterations, both.interest.iterations,
                       both.importance.residuals, both.interest.residuals,
