@@ -45,10 +45,10 @@ class FetchContext:
     stop: threading.Event | None
     #: Reads the fetcher's clock; stamps ``sent_at``.
     now: Callable[[], float] | None = None
-    #: When the last request of this fetch went out (clock time): after its connection was
-    #: up, right before its bytes. Politeness separates these instants (DESIGN.md §7): a
-    #: stamp taken before connecting would let the next request follow a first, slow-to-
-    #: connect one by less than the delay, as the server sees it.
+    #: When the last request of this fetch went out (clock time): just after its bytes were
+    #: written, never before. Politeness separates these instants (DESIGN.md §7): a stamp
+    #: taken earlier (before connecting, or before a GIL hand-over ahead of the write) would
+    #: let the next request arrive less than the delay after this one, as the server sees it.
     sent_at: float | None = None
     host: str = ""
     addresses: tuple[str, ...] = ()
@@ -197,13 +197,15 @@ class _PinnedConnectionMixin:
     def request(self, *args: Any, **kwargs: Any) -> None:
         conn: Any = self
         ctx = self._xyro_state.current()
-        if ctx is not None and conn.sock is None:
-            conn.connect()  # now, so that the stamp below follows the connection set-up
         if ctx is not None and conn.sock is not None and self._xyro_owner is not ctx:
             self._xyro_state.watchdog.claim(ctx, self, conn.sock)
-        if ctx is not None and ctx.now is not None:
-            ctx.sent_at = ctx.now()
-        return super().request(*args, **kwargs)  # type: ignore[misc]
+        try:
+            return super().request(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            # After the bytes were handed to the kernel: a stamp taken before could precede
+            # the send by a GIL hand-over, and the next request follow by less than the delay.
+            if ctx is not None and ctx.now is not None:
+                ctx.sent_at = ctx.now()
 
 
 class _PinnedPoolMixin:

@@ -22,27 +22,41 @@ Scrapy, single-threaded, gets the same core.
 Each crawler measures itself (``getrusage(RUSAGE_SELF)``: user+sys CPU of the crawl,
 ``ru_maxrss``) so the web server's CPU is never counted. Wall time runs from the crawl's
 start to the page budget. Pages = page fetches answered by the web (robots.txt excluded);
-``ok_pages`` = those that became HTML/XML records. Prints ONE JSON line on stdout.
+``ok_pages`` = those that became HTML/XML records.
+
+``server_log``: what the web's own request log says each crawler (told apart by its
+User-Agent) did, against the rules of DESIGN.md §7 that apply with no delay: robots.txt
+before anything else on a host, no URL it disallows, one request in flight per host (no
+request handled before the previous one to its host was answered). Prints ONE JSON line on
+stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
+from xyro.synthweb.log import RequestLog, RequestRecord
+from xyro.synthweb.model import WebModel, build_model, is_disallowed
+from xyro.synthweb.spec import WebSpec
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SCRAPY_PEER = HERE / "scrapy_peer.py"
+XML_SHARE = 0.3
+#: How each crawler's requests are told apart in the web's log (their User-Agent prefixes).
+AGENTS = {"xyro": "Xyro/", "scrapy": "ScrapyPeer/"}
 
 
 def log(msg: str) -> None:
@@ -52,11 +66,19 @@ def log(msg: str) -> None:
 # -- the web -------------------------------------------------------------------------------
 
 class WebProcess:
-    """``python -m xyro.synthweb`` in a child process; its seeds are read from its stdout."""
+    """``python -m xyro.synthweb`` in a child process; its seeds are read from its stdout.
+    It writes its request log to ``log_path`` when it stops."""
 
-    def __init__(self, hosts: int, pages: int, seed: int) -> None:
+    def __init__(self, hosts: int, pages: int, seed: int, log_path: Path) -> None:
         cmd = [sys.executable, "-m", "xyro.synthweb", "--hosts", str(hosts), "--pages",
-               str(pages), "--seed", str(seed), "--no-hostile", "--no-crawl-delay"]
+               str(pages), "--seed", str(seed), "--xml-share", str(XML_SHARE),
+               "--no-hostile", "--no-crawl-delay", "--log", str(log_path)]
+        # The same web as the child's (the model is deterministic from the spec): the ground
+        # truth the request log is checked against.
+        self.model = build_model(WebSpec(seed=seed, n_hosts=hosts, n_pages=pages,
+                                         xml_share=XML_SHARE, hostile=frozenset(),
+                                         crawl_delay_share=0.0))
+        self.log_path = log_path
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO)
         assert self.proc.stdout is not None
         self.seeds = [self.proc.stdout.readline().strip() for _ in range(hosts)]
@@ -76,6 +98,38 @@ class WebProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+    def records(self) -> list[RequestRecord]:
+        """The request log the web wrote on stopping (after :meth:`close`)."""
+        return RequestLog.load_jsonl(self.log_path) if self.log_path.exists() else []
+
+
+# -- the web's own account -------------------------------------------------------------------
+
+def audit_log(records: list[RequestRecord], model: WebModel, agent: str) -> dict[str, int]:
+    """What the request log says the crawler with User-Agent prefix ``agent`` did."""
+    mine = [r for r in records if (r.user_agent or "").startswith(agent)]
+    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
+    for r in mine:
+        by_host[r.host].append(r)
+    disallow = {h.address: h.disallow for h in model.hosts}
+    pages = [r for r in mine if r.target != "/robots.txt"]
+    return {
+        "requests": len(mine), "page_requests": len(pages), "hosts": len(by_host),
+        "robots_requests": len(mine) - len(pages),
+        "hosts_robots_not_first": sum(min(rs, key=lambda r: r.arrived).target != "/robots.txt"
+                                      for rs in by_host.values()),
+        "disallowed_fetched": sum(is_disallowed(r.target.split("?", 1)[0], disallow[r.host])
+                                  for r in pages),
+        "overlapping_requests": sum(_overlaps(rs) for rs in by_host.values()),
+    }
+
+
+def _overlaps(records: list[RequestRecord]) -> int:
+    """Requests handled before the previous one to the same host was answered. A reply's
+    end is stamped before its one write, so a crawler that waits for it cannot score."""
+    spans = sorted((r.start, math.inf if r.end is None else r.end) for r in records)
+    return sum(b[0] < a[1] for a, b in zip(spans, spans[1:]))
 
 
 # -- the Xyro child ------------------------------------------------------------------------
@@ -180,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
                                     args.set)))
         return 0
     log(f"serving a synthetic web of {hosts} hosts, {pages} pages (seed {args.seed})")
-    web = WebProcess(hosts, pages, args.seed)
     report: dict[str, Any] = {}
-    try:
-        with tempfile.TemporaryDirectory(prefix="xyro-crawlbench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="xyro-crawlbench-") as tmp:
+        web = WebProcess(hosts, pages, args.seed, Path(tmp) / "requests.jsonl")
+        try:
             seeds_file = Path(tmp) / "seeds.txt"
             seeds_file.write_text("\n".join(web.seeds) + "\n")
             for name in ("xyro", "scrapy"):
@@ -209,8 +263,11 @@ def main(argv: list[str] | None = None) -> int:
                 web_cpu = web.cpu_s() - web_cpu0
                 report[name]["web_server_cpu_ms_per_page"] = round(
                     1000 * web_cpu / max(report[name]["pages"], 1), 3)
-    finally:
-        web.close()
+        finally:
+            web.close()
+        records = web.records()
+        for name in report:
+            report[name]["server_log"] = audit_log(records, web.model, AGENTS[name])
     if "xyro" in report and "scrapy" in report:
         x, s = report["xyro"], report["scrapy"]
         x["ratio_pages_per_s_vs_scrapy"] = round(x["pages_per_s"] / s["pages_per_s"], 3)

@@ -8,7 +8,10 @@ our GIL), then fetches the same pages with N threads through
 * ``requests_bare``: the peer, a plain ``requests.Session`` per thread calling ``.get``
   (the "bare requests + threads loop" of the issue text).
 
-Prints ONE JSON line on stdout; progress goes to stderr.
+A page counts as fetched only with status 200 and its whole body (``failed`` counts the
+rest); ``connections`` is how many TCP connections the server accepted during the run (at
+most one per thread when keep-alive works). Prints ONE JSON line on stdout; progress goes to
+stderr.
 ``.venv/bin/python tests/bench/fetcher_throughput.py [--quick] [--threads 32] [--requests N]``
 """
 
@@ -19,16 +22,17 @@ import asyncio
 import gzip
 import json
 import multiprocessing
-import os
-import platform
 import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import requests
+
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 
 from xyro.clock import WallClock
 from xyro.dns import Resolver
@@ -40,7 +44,8 @@ def _page(size: int) -> bytes:
     return f"<html><head><title>t</title></head><body>{links}</body></html>".encode()
 
 
-def _serve(port_out: multiprocessing.Queue, body_size: int, compress: bool) -> None:
+def _serve(port_out: multiprocessing.Queue, body_size: int, compress: bool,
+           connections: Any) -> None:
     body = _page(body_size)
     extra = b""
     if compress:
@@ -50,6 +55,8 @@ def _serve(port_out: multiprocessing.Queue, body_size: int, compress: bool) -> N
                 + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with connections.get_lock():
+            connections.value += 1
         try:
             while True:
                 await reader.readuntil(b"\r\n\r\n")
@@ -69,8 +76,10 @@ def _serve(port_out: multiprocessing.Queue, body_size: int, compress: bool) -> N
     asyncio.run(main())
 
 
-def _run(name: str, fetch_one: Callable[[str], bool], urls: list[str], threads: int) -> dict:
+def _run(name: str, fetch_one: Callable[[str], bool], urls: list[str], threads: int,
+         connections: Any) -> dict:
     process = psutil.Process()
+    opened = connections.value
     cpu0 = process.cpu_times()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
@@ -79,24 +88,14 @@ def _run(name: str, fetch_one: Callable[[str], bool], urls: list[str], threads: 
     cpu1 = process.cpu_times()
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     failed = oks.count(False)
-    print(f"{name}: {len(urls) / seconds:.0f} pages/s, {failed} failed", file=sys.stderr)
-    return {"pages": len(urls), "failed": failed, "seconds": round(seconds, 3),
+    opened = connections.value - opened
+    print(f"{name}: {len(urls) / seconds:.0f} pages/s, {failed} failed, {opened} connections",
+          file=sys.stderr)
+    return {"pages": len(urls), "failed": failed, "connections": opened,
+            "seconds": round(seconds, 3),
             "pages_per_s": round(len(urls) / seconds, 1),
             "cpu_ms_per_page": round(1000 * cpu / len(urls), 3),
             "rss_mb": round(process.memory_info().rss / 2**20, 1)}
-
-
-def _machine() -> dict:
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": model, "cores": os.cpu_count(),
-            "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
-            "python": platform.python_version()}
 
 
 def main() -> None:
@@ -110,8 +109,10 @@ def main() -> None:
     total = args.requests or (300 if args.quick else 20_000)
 
     ports: multiprocessing.Queue = multiprocessing.Queue()
-    server = multiprocessing.Process(target=_serve, args=(ports, args.body_bytes, args.gzip),
-                                     daemon=True)
+    connections = multiprocessing.Value("i", 0)
+    server = multiprocessing.Process(target=_serve, daemon=True,
+                                     args=(ports, args.body_bytes, args.gzip, connections))
+    body_len = len(_page(args.body_bytes))  # what a complete, decoded page holds
     server.start()
     port = ports.get(timeout=10)
     urls = [f"http://127.0.0.1:{port}/p{i}" for i in range(total)]
@@ -121,7 +122,12 @@ def main() -> None:
         fetcher = Fetcher(FetchLimits(allow_private_addresses=True),
                           "XyroBench/0.1 (+http://127.0.0.1/)", resolver, clock,
                           max_per_host=args.threads)
-        xyro = _run("xyro", lambda u: fetcher.fetch(u).error_kind is None, urls, args.threads)
+        def ours(url: str) -> bool:
+            result = fetcher.fetch(url)
+            return (result.error_kind is None and result.status == 200
+                    and len(result.body) == body_len)
+
+        xyro = _run("xyro", ours, urls, args.threads, connections)
         fetcher.close()
         resolver.close()
 
@@ -134,20 +140,20 @@ def main() -> None:
                 session.trust_env = False
             try:
                 response = session.get(url, timeout=(10, 30))
-                return response.status_code == 200 and bool(response.content)
+                return response.status_code == 200 and len(response.content) == body_len
             except requests.RequestException:
                 return False
 
-        peer = _run("requests_bare", bare, urls, args.threads)
+        peer = _run("requests_bare", bare, urls, args.threads, connections)
     finally:
         server.terminate()
         server.join()
     xyro["ratio_pages_per_s_vs_requests_bare"] = round(xyro["pages_per_s"] / peer["pages_per_s"], 3)
     print(json.dumps({
         "xyro_fetcher": xyro, "requests_bare": peer,
-        "setup": {"threads": args.threads, "body_bytes": len(_page(args.body_bytes)),
+        "setup": {"threads": args.threads, "body_bytes": body_len,
                   "gzip": args.gzip, "server": "asyncio keep-alive, separate process"},
-        "machine": _machine(),
+        "machine": machine(),
     }))
 
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -30,23 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from refresh import Folders, due_by_scan, due_folders  # noqa: E402
-
-
-def machine() -> dict[str, object]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(ram_gib, 1),
-            "python": platform.python_version()}
 
 
 def peak_rss_mb() -> float:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -25,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import psutil
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 
 HERE = Path(__file__).resolve().parent
 PEER_COMPARE = HERE.parent / "html" / "html_peer_compare.py"
@@ -40,23 +38,6 @@ def load_peer_compare() -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def machine() -> dict[str, object]:
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu_model": model,
-        "cores": os.cpu_count(),
-        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "python": platform.python_version(),
-    }
 
 
 def time_pages(bodies: list[tuple[str, bytes]], run: Callable[[str, bytes], object], repeat: int) -> dict[str, float]:

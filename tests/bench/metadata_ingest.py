@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import sqlite3
 import sys
@@ -37,6 +35,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 
 from metadata import Enqueue, FetchRecord, MetadataStore, PageType
 from metadata.writer import Writer
@@ -220,20 +220,6 @@ def export(path: Path, expect_links: int) -> dict:
             "xml_pages": int(graph.xml_mask.sum())}
 
 
-def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
-    except OSError:
-        mem_kb = 0
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(mem_kb / 2**20, 1),
-            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="20,000 pages smoke run")
@@ -282,7 +268,7 @@ def main() -> None:
         "params": {"links_per_page": args.links, "new_share": args.new_share,
                    "copy_share": args.copy_share,
                    "batch_size": args.batch_size, "quick": args.quick},
-        "machine": machine(),
+        "machine": machine(sqlite=sqlite3.sqlite_version),
     }
     print(json.dumps(out))
 

@@ -11,7 +11,8 @@ What is measured (issue 5's bar), each peer on the same graph in the same run:
   the plain power iteration, at residual 1e-14), not its own residual. Xyro is stopped at
   residual tol = target/10 (``ranking.sweep`` explains why the residual is not the error);
   igraph's PRPACK runs at its built-in 1e-10; networkx at tol = target/10/N (its rule:
-  L1 change < N·tol). The error each reaches is reported next to its time;
+  L1 change < N·tol). The error each reaches is reported next to its time, and each peer's
+  L1 distance to Xyro's answer (``l1_vs_xyro``), a check independent of Xyro's reference;
 - time: solve time (best of ``repeats``) apart from the graph build time of each system
   (Xyro: CSR + transpose from the edge arrays; igraph: ``Graph`` from the edge array;
   networkx: ``DiGraph`` from a scipy CSR). ``links_per_s_per_iteration`` = links·sweeps/s,
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -42,6 +42,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+
+from benchmachine import machine  # noqa: E402  (a sibling script: tests/bench is sys.path[0])
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -60,21 +62,6 @@ REFERENCE_TOL = 1e-14
 
 def log(message: str) -> None:
     print(f"[pagerank-bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def machine() -> dict:
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": round(ram / 2**30, 1),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "load_avg_1min_at_start": round(os.getloadavg()[0], 2)}
 
 
 def powerlaw_edges(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,10 +111,12 @@ def bench_xyro(src: np.ndarray, dst: np.ndarray, n: int, repeats: int) -> dict:
                             dangling="teleport", in_links=in_links)
     ref_seconds = time.perf_counter() - t0
     out = {"build_seconds": round(build, 3), "tol": XYRO_TOL}
+    values = {}
     for name, gs in (("gauss_seidel", True), ("jacobi", False)):
         params = SolverParams(tol=XYRO_TOL, gauss_seidel=gs, max_iter=5000)
         seconds, res = best_of(repeats, lambda p=params: direct_importance(
             graph, p, dangling="teleport", in_links=in_links))
+        values[name] = res.values
         out[name] = {"solve_seconds": round(seconds, 4), "sweeps": res.iterations,
                      "l1_error": l1(res.values, ref.values),
                      "links_per_s_per_iteration": round(graph.m * res.iterations / seconds)}
@@ -140,12 +129,13 @@ def bench_xyro(src: np.ndarray, dst: np.ndarray, n: int, repeats: int) -> dict:
     out["reference"] = {"method": "xyro jacobi (power iteration)", "tol": REFERENCE_TOL,
                         "sweeps": ref.iterations, "seconds": round(ref_seconds, 2)}
     out["_ref"] = ref.values
+    out["_values"] = values[fastest]  # what the peers are compared with (l1_vs_xyro)
     out["_graph"] = (graph, in_links)
     return out
 
 
 def bench_igraph(src: np.ndarray, dst: np.ndarray, n: int, ref: np.ndarray,
-                 repeats: int) -> dict:
+                 ours: np.ndarray, repeats: int) -> dict:
     try:
         import igraph
     except ImportError:
@@ -160,11 +150,12 @@ def bench_igraph(src: np.ndarray, dst: np.ndarray, n: int, ref: np.ndarray,
     log(f"igraph build {build:.2f}s, pagerank {seconds:.3f}s, err {l1(values, ref):.2e}")
     return {"version": igraph.__version__, "implementation": "prpack (tol 1e-10 built in)",
             "build_seconds": round(build, 3), "solve_seconds": round(seconds, 4),
-            "l1_error": l1(values, ref), "sweeps": None,
+            "l1_error": l1(values, ref), "l1_vs_xyro": l1(values, ours), "sweeps": None,
             "links_per_s_per_iteration": None}
 
 
-def bench_networkx(graph: LinkGraph, ref: np.ndarray, power_sweeps: int) -> dict:
+def bench_networkx(graph: LinkGraph, ref: np.ndarray, ours: np.ndarray,
+                   power_sweeps: int) -> dict:
     import networkx as nx
     from scipy.sparse import csr_array
 
@@ -180,8 +171,8 @@ def bench_networkx(graph: LinkGraph, ref: np.ndarray, power_sweeps: int) -> dict
     log(f"networkx build {build:.2f}s, pagerank {seconds:.3f}s, err {l1(values, ref):.2e}")
     return {"version": nx.__version__, "build_seconds": round(build, 3),
             "solve_seconds": round(seconds, 4), "l1_error": l1(values, ref),
-            "sweeps": power_sweeps, "sweeps_note": "inferred: power iteration, same rule as "
-                                                   "xyro jacobi",
+            "l1_vs_xyro": l1(values, ours), "sweeps": power_sweeps,
+            "sweeps_note": "inferred: power iteration, same rule as xyro jacobi",
             "links_per_s_per_iteration": round(graph.m * power_sweeps / seconds)}
 
 
@@ -206,11 +197,12 @@ def bench_graph(name: str, src: np.ndarray, dst: np.ndarray, n: int, repeats: in
     log(f"{name}: {n} pages, {len(src)} links")
     xyro = bench_xyro(src, dst, n, repeats)
     ref = xyro.pop("_ref")
+    ours = xyro.pop("_values")
     graph, in_links = xyro.pop("_graph")
     out = {"pages": n, "links": graph.m, "xyro": xyro}
-    out["igraph"] = bench_igraph(src, dst, n, ref, repeats)
+    out["igraph"] = bench_igraph(src, dst, n, ref, ours, repeats)
     if with_networkx is True:
-        out["networkx"] = bench_networkx(graph, ref, xyro["jacobi"]["sweeps"])
+        out["networkx"] = bench_networkx(graph, ref, ours, xyro["jacobi"]["sweeps"])
     else:
         out["networkx"] = {"skipped": with_networkx}
     ratios = {}
@@ -328,7 +320,8 @@ def main() -> None:
                         help="where the out-of-core files go (1.6 GB + 1.6 GB of slices)")
     args = parser.parse_args()
     started = time.perf_counter()
-    result: dict = {"benchmark": "pagerank", "quick": args.quick, "machine": machine(),
+    result: dict = {"benchmark": "pagerank", "quick": args.quick,
+                    "machine": machine(numpy=np.__version__),
                     "params": {"damping": DAMPING, "dangling": "teleport",
                                "target_l1_error": TARGET_L1, "xyro_tol": XYRO_TOL,
                                "reference_tol": REFERENCE_TOL,

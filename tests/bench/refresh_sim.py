@@ -59,14 +59,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -84,20 +84,6 @@ SITE_SPAN = 1000  # node ids per simulated site
 # always-changed pages (measured: 1.64× the clamped optimum at 30k pages vs 1.54× at 30).
 GRID_TOP = 30.0
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "cnr-2000-edges.npz"
-
-
-def machine() -> dict[str, object]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(ram_gib, 1),
-            "python": platform.python_version()}
 
 
 def pagerank(n: int, src: np.ndarray, dst: np.ndarray, damping: float = 0.85,

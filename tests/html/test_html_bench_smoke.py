@@ -1,4 +1,5 @@
-"""Keeps tests/bench/html_extract.py from rotting: its --quick run prints one JSON line."""
+"""Keeps tests/bench/html_extract.py from rotting: its --quick run prints one JSON line,
+finds the links Scrapy finds (every difference explained) and is faster at it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,22 @@ def test_html_extract_benchmark_quick_run() -> None:
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1, done.stdout
     result = json.loads(lines[0])
-    for system in ("xyro", "scrapy_linkextractor"):
-        assert {"median_ms", "p95_ms", "pages_per_s", "seconds", "links"} <= result[system].keys()
-        assert result[system]["pages_per_s"] > 0
-    assert result["pages"] == 20 and result["ratio_pages_per_s_xyro_over_scrapy"] > 0
-    assert result["agreement"]["unexplained_differences"] == 0
-    assert {"cpu_model", "cores", "ram_gb", "python"} <= result["machine"].keys()
+    xyro, scrapy = result["xyro"], result["scrapy_linkextractor"]
+    for system in (xyro, scrapy):
+        assert {"median_ms", "p95_ms", "pages_per_s", "seconds", "links"} <= system.keys()
+        assert system["links"] > 20 * 10  # every docs page links to dozens of others
+    assert result["pages"] == 20
+    # Speed: medians, which a few preempted pages cannot move; Xyro's is about 4.5x lower
+    # (0.5 against 2.4 ms here), so this holds under load and fails if extraction regresses
+    # to the peer's cost.
+    assert xyro["median_ms"] < scrapy["median_ms"], (xyro, scrapy)
+    # Quality: the same links as Scrapy's LinkExtractor up to the documented differences
+    # (Xyro drops fragment-only hrefs), on every page, with no page failing.
+    agreement = result["agreement"]
+    assert agreement["unexplained_differences"] == 0
+    assert agreement["xyro_errors"] == []
+    peer = agreement["scrapy"]
+    assert peer["explained_share"] == 1.0 and peer["mean_jaccard"] >= 0.9, peer
+    assert peer["common_distinct_urls"] == peer["xyro_distinct_urls"]  # nothing Scrapy lacks
+    machine = result["machine"]
+    assert {"cpu", "cores", "ram_gb", "python", "load_avg_1min_at_start"} <= machine.keys()

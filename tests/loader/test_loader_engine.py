@@ -39,9 +39,9 @@ def test_synthetic_web_documents_validate_and_each_dtd_is_fetched_once(tmp_path:
         for path in ("/dtd/catalog.dtd", "/dtd/common.ent"):
             for host in {(r.host, r.port) for r in web.log.requests(path=path)}:
                 assert len(web.log.requests(host=host[0], path=path)) == 1
-        # Gaps are read off the server's arrival times: under a loaded CI machine one arrival
-        # lagged 0.14 s behind the crawler's start. The politeness tests check it strictly.
-        assert audit(web, 0.05, 0.2).politeness_violations == ()
+        # Gaps between the requests' kernel arrival times, with no slack beyond their
+        # measured error (xyro.synthweb.server): what the server really saw.
+        assert audit(web, 0.05).politeness_violations == ()
         pending = db_rows(db, "SELECT count(*) FROM pending")[0][0]
         assert pending == 0
         types = dict(db_rows(db, "SELECT url, type FROM urls WHERE url LIKE '%/dtd/%'"))

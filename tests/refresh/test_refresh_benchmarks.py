@@ -1,4 +1,6 @@
-"""The refresh benchmarks still run (``--quick``) and print one JSON line with their keys."""
+"""The refresh benchmarks still run (``--quick``), print one JSON line with their keys, and
+show what they measure at that size: estimator bias, the planner against round robin and
+the optimum, work per unit independent of N."""
 
 from __future__ import annotations
 
@@ -19,12 +21,12 @@ def run_quick(name: str, *extra: str) -> dict:
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1, f"expected one JSON line, got {len(lines)}"
     out = json.loads(lines[0])
-    assert {"cpu", "cores", "ram_gib", "python"} <= set(out["machine"])
+    assert {"cpu", "cores", "ram_gb", "python", "load_avg_1min_at_start"} <= set(out["machine"])
     return out
 
 
 def test_change_rates_quick() -> None:
-    out = run_quick("change_rates.py", "--pages", "40")
+    out = run_quick("change_rates.py")  # 100 pages per cell, seed 2024
     assert set(out["systems"]) == {"mle", "mle_bias_reduced", "naive", "cho_bias_reduced",
                                    "last_modified", "last_modified_paper_eq10"}
     assert {"max_abs_bias_50_reads", "worst_median_abs_rel_error_20_reads"} <= set(out["systems"]["mle"])
@@ -33,6 +35,15 @@ def test_change_rates_quick() -> None:
         assert isinstance(out["target"][name]["met"], bool)
         assert isinstance(out["target"][name]["met_within_2_stderr"], bool)
     assert all(c["estimators"]["mle"]["bias_stderr"] >= 0 for c in out["cells"])
+    # The bias the benchmark measures, at 50 reads. Over 20 seeds at this size the
+    # bias-reduced MLE's worst cell stayed within 4.5-17.5 % (14.8 % at the default seed)
+    # and within 10 % by less than 2 standard errors (plain MLE too); the naive X/T stayed
+    # at 83 %, which shows the simulated pages do change unseen between reads.
+    systems = out["systems"]
+    assert systems["mle_bias_reduced"]["max_abs_bias_50_reads"] <= 0.25, systems
+    for name in ("plain_mle", "bias_reduced_mle"):
+        assert out["target"][name]["met_within_2_stderr"] is True, out["target"]
+    assert systems["naive"]["max_abs_bias_50_reads"] >= 0.5, systems["naive"]
 
 
 def test_refresh_sim_quick() -> None:
@@ -54,6 +65,14 @@ def test_refresh_sim_quick() -> None:
     assert analytic["round_robin_steady_state_ratio_to_clamped_optimum"] > 1.0
     assert out["folders_match_full_scan"] is True
     assert out["incremental_s_rel_error"] < 1e-9
+    # Obsolescence, what the simulation measures (seed 7; checked on 12 more seeds): the
+    # planner on signature estimates beats round robin (1.95 against 2.25 x the clamped
+    # optimum; 1.36-2.4x better on the other seeds), and told the true rates it sits at
+    # the optimum (0.97-1.0 x) and 2.3x or more below round robin.
+    ratio = {name: s["ratio_to_clamped_optimum"] for name, s in out["systems"].items()}
+    assert ratio["xyleme"] < ratio["round_robin"], ratio
+    assert 0.9 <= ratio["oracle"] <= 1.1, ratio
+    assert ratio["round_robin"] >= 2 * ratio["oracle"], ratio
 
 
 def test_refresh_sim_rejects_a_share_outside_0_1() -> None:
@@ -69,10 +88,22 @@ def test_refresh_sim_all_sites_last_modified() -> None:
     assert out["config"]["lm_share_of_pages"] == 1.0
     assert isinstance(out["targets_last_modified_variant"]["within_10pct_of_clamped_optimum"],
                       bool)
+    # With reliable Last-Modified everywhere the planner gets near the optimum (1.10 x at
+    # seed 7, 1.09-1.15 over 12 more seeds) and beats change-proportional told the same
+    # dates (1.62 x; 1.55-2.41 on the other seeds).
+    ratio = {name: s["ratio_to_clamped_optimum"] for name, s in out["systems"].items()}
+    assert ratio["xyleme_eb_lm"] <= 1.25, ratio
+    assert ratio["xyleme_eb_lm"] < ratio["change_proportional_lm"], ratio
 
 
 @pytest.mark.slow
 def test_folder_scaling_quick() -> None:
-    out = run_quick("folder_scaling.py", "--units", "5")
+    out = run_quick("folder_scaling.py", "--units", "20")
     assert out["targets"]["folders_match_full_scan"] is True
-    assert out["ratio_big_to_small_seconds_per_unit"] > 0
+    # O(G) work per unit, not O(N): 100x the pages cost 1.2-1.9x the time per unit in
+    # loaded runs (the target is 2x); work growing with N would cost about 100x.
+    assert out["ratio_big_to_small_seconds_per_unit"] <= 4
+    # After warm-up about G pages fall due per unit (DESIGN.md §6).
+    g = out["config"]["bandwidth_pages_per_unit"]
+    for system in out["systems"].values():
+        assert 0.8 * g <= system["pages_due_per_unit_mean"] <= 1.25 * g, system

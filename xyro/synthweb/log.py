@@ -1,9 +1,15 @@
 """The synthetic web's request log: every request served, for tests to check crawlers by.
 
-Times: ``start``/``end`` are real monotonic seconds (``time.monotonic``), ``clock`` is the
-injected clock's time at the start (what politeness rules are stated in). A record is in
-the log before the client can have the whole response (small replies are logged complete
-just before their single write; streamed ones get ``end`` and ``bytes`` when done).
+Times: ``start``/``end`` are real monotonic seconds (``time.monotonic``) of the handler,
+``clock`` is the injected clock's time when the handler started (what the reply was computed
+for), ``arrival`` the injected clock's time when the request's bytes reached the server's
+socket (the kernel's receive stamp, see :mod:`xyro.synthweb.server`), with
+``arrival_error`` a bound on that time's error measured at the conversion. Politeness rules
+(DESIGN.md §7) are about what reaches the server, so they are judged on :attr:`arrived`:
+under load the handler starts up to a tenth of a second after the bytes arrived, by a lag
+that differs from request to request. A record is in the log before the client can have the
+whole response (small replies are logged complete just before their single write; streamed
+ones get ``end`` and ``bytes`` when done).
 """
 
 from __future__ import annotations
@@ -29,10 +35,18 @@ class RequestRecord:
     user_agent: str | None
     if_none_match: str | None
     if_modified_since: str | None
+    arrival: float | None = None  # None where the platform gives no receive stamps
+    arrival_error: float = 0.0
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{self.target}"
+
+    @property
+    def arrived(self) -> float:
+        """When the request reached the server (clock time): ``arrival``, else the handler's
+        start ``clock`` (later than the arrival by the handler's lag)."""
+        return self.clock if self.arrival is None else self.arrival
 
 
 class RequestLog:
@@ -74,9 +88,9 @@ class RequestLog:
         return peak
 
     def min_start_gap(self, host: str) -> float | None:
-        """Smallest clock-time gap between two consecutive request starts to ``host``
+        """Smallest clock-time gap between two consecutive request arrivals at ``host``
         (what a politeness delay bounds from below); None with fewer than 2 requests."""
-        starts = sorted(r.clock for r in self.requests(host=host))
+        starts = sorted(r.arrived for r in self.requests(host=host))
         gaps = [b - a for a, b in zip(starts, starts[1:])]
         return min(gaps) if gaps else None
 
