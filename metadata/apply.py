@@ -16,9 +16,10 @@ from operator import itemgetter
 import numpy as np
 
 from metadata.records import (
-    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType,
-    SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
+    SetPending, SetRanks, SetRefresh, SetState, SetWeights, XmlVersion,
 )
+from metadata.refresh_queries import refiled_after_fetch
 from metadata.resolver import UrlResolver
 from metadata.schema import pack_children
 
@@ -49,6 +50,15 @@ _FRONTIER_REPLACE = ("INSERT OR REPLACE INTO frontier (url_id, priority, enqueue
                      "not_before) VALUES (?, ?, ?, ?)")
 
 _DELETE = object()  # frontier action: remove
+
+# Refused URLs (FetchRecord.refused, Refuse): an unread row becomes 'refused', its reason an
+# errors row (the row's own host); a fetched page keeps its type. An admitted one (enqueued)
+# that was refused becomes unread again, at the smaller depth.
+_REFUSED_ERROR = ("INSERT INTO errors (url_id, host_id, at, kind, detail) SELECT id, host_id, "
+                  "?, 'refused', ? FROM urls WHERE id = ? AND type = 'unread'")
+_MARK_REFUSED = "UPDATE urls SET type = 'refused' WHERE id = ? AND type = 'unread'"
+_UNREFUSE = ("UPDATE urls SET type = 'unread', depth = min(depth, ?) "
+             "WHERE id = ? AND type = 'refused'")
 _DEAD = PageType.DEAD.value
 _TYPE_VALUE = {t: t.value for t in PageType}
 
@@ -78,13 +88,15 @@ class BatchApplier:
                                               "id, " + _STATE_SQL):
             ids[row[0]] = row[1]
             state[row[1]] = row[2:]
+        # Rows up to this id existed before the batch: only they can be refused already.
+        self._old_max = self._conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()[0]
         heads: dict[str, int] = {}
         for op in ops:
             kind = type(op)
             if kind is FetchRecord:
                 if op.url not in ids:
                     heads.setdefault(op.url, 0)
-            elif kind is Enqueue:
+            elif kind is Enqueue or kind is Refuse:
                 heads[op.url] = min(heads.get(op.url, op.depth), op.depth)
             elif kind is XmlVersion or kind is SetPending or kind is ClearPending:
                 heads.setdefault(op.url, 0)
@@ -105,10 +117,11 @@ class BatchApplier:
         with a running count gives each URL the position where it first occurs (the ids of
         new URLs follow that order, and its parent there has the smallest depth). Each
         fetch then finds its children's ids as a slice of one array: ``_kid_at`` maps the
-        record to ``(offset, number of children, offset of its enqueued URLs)``.
+        record to ``(offset, number of children, offset of its enqueued URLs)``; its refused
+        URLs follow the enqueued ones.
         """
         parents = [(state[ids[op.url]][_DEPTH] + 1, op) for op in fetches
-                   if op.children or op.enqueue]
+                   if op.children or op.enqueue or op.refused]
         parents.sort(key=itemgetter(0))
         parts: list[Sequence[str]] = []
         depths: list[int] = []
@@ -123,6 +136,9 @@ class BatchApplier:
             kid_at[id(op)] = (offset, len(kids), offset + len(kids))
             parts += (kids, enqueued)
             size = len(kids) + len(enqueued)
+            if op.refused:  # usually links already, unless the list was truncated
+                parts.append([url for url, _ in op.refused])
+                size += len(op.refused)
             depths.append(d)
             sizes.append(size)
             offset += size
@@ -169,6 +185,8 @@ class BatchApplier:
         self._hosts: dict[int, tuple[int, int, float]] = {}
         self._dirty: set[int] = set()
         self._first: set[int] = set()  # fetched for the first time in this batch
+        self._refused: dict[int, tuple[float, str]] = {}  # url id → (at, reason), first kept
+        self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
                                   SetPending: [], ClearPending: []}
         bulk: list[Op] = []
@@ -181,6 +199,11 @@ class BatchApplier:
                 if at is None:
                     at = self._now() if self._now is not None else op.not_before
                 self._put(ids[op.url], op.priority, at, op.not_before)
+                self._unrefuse.append((op.depth, ids[op.url]))
+            elif kind is Refuse:
+                url_id = ids[op.url]
+                self._frontier[url_id] = _DELETE
+                self._refused.setdefault(url_id, (self._now() if self._now else 0.0, op.reason))
             elif kind is Dequeue:
                 self._frontier[op.url_id] = _DELETE
             elif kind is SetRefresh:
@@ -276,15 +299,27 @@ class BatchApplier:
         self._hosts[host_id] = (fetches + 1, errors, max(last, t))
         frontier = self._frontier
         frontier[url_id] = _DELETE
-        if kid_at is None or not rec.enqueue:
+        if kid_at is None:
+            return
+        if rec.refused:
+            self._refuse_children(rec, kid_at, t)
+        if not rec.enqueue:
             return
         at = kid_at[2]
+        old_max, depth = self._old_max, s[_DEPTH] + 1
         for child, (_, priority) in zip(self._kid_ids[at:at + len(rec.enqueue)], rec.enqueue):
             prev = frontier.get(child)
             if prev is None:  # the common case, inlined: a new entry
                 frontier[child] = (priority, t, 0.0, False)
             else:
                 self._put(child, priority, t, 0.0)
+            if child <= old_max:  # known before: it may have been refused on a deeper path
+                self._unrefuse.append((depth, child))
+
+    def _refuse_children(self, rec: FetchRecord, kid_at: tuple[int, int, int], t: float) -> None:
+        at = kid_at[2] + len(rec.enqueue)
+        for child, (_, reason) in zip(self._kid_ids[at:at + len(rec.refused)], rec.refused):
+            self._refused.setdefault(child, (t, reason))
 
     def _write(self, rows: dict[type, list], bulk: list[Op]) -> None:
         many = self._conn.executemany
@@ -294,6 +329,7 @@ class BatchApplier:
             many(_UPDATE_FIRST_SQL, [(*state[i][:_DEPTH], i) for i in first])
             many(_UPDATE_SQL, [(state[i][_TYPE], *state[i][_FIRST_ACCESS + 1:_DEPTH], i)
                                for i in self._dirty if i not in first])
+            self._refile()
         if self._links:
             many("INSERT OR REPLACE INTO links (src, n, children) VALUES (?, ?, ?)",
                  [(src, n, blob) for src, (n, blob) in self._links.items()])
@@ -308,6 +344,8 @@ class BatchApplier:
                  "last_fetch = max(coalesce(last_fetch, ?), ?) WHERE id = ?",
                  [(f, e, t, t, h) for h, (f, e, t) in self._hosts.items()])
         self._write_frontier()
+        if self._refused or self._unrefuse:
+            self._write_refusals()
         if rows[SetRefresh]:
             many("UPDATE urls SET rate = ?, rate_source = ?, due_unit = ?, interval_units = ? "
                  "WHERE id = ?", rows[SetRefresh])
@@ -336,9 +374,36 @@ class BatchApplier:
                 if op.interest is not None:
                     many("UPDATE urls SET interest = ? WHERE id = ?",
                          zip(op.interest.tolist(), ids))
+            elif isinstance(op, SetWeights):
+                many("UPDATE urls SET weight = ? WHERE id = ?",
+                     zip([None if w != w else w for w in op.weights.tolist()], ids))
             else:
                 many("UPDATE urls SET opic_cash = ?, opic_history = ? WHERE id = ?",
                      zip(op.cash.tolist(), op.history.tolist(), ids))
+
+    def _refile(self) -> None:
+        """Re-file the batch's re-fetched pages into their next refresh folder as the fetch
+        is applied (DESIGN.md §6): from this access and the stored t_i, so the folder is
+        right before the planner's next unit (``refresh_queries.refiled_after_fetch``)."""
+        state, first = self._state, self._first
+        again = [(i, state[i][_TYPE], state[i][_LAST_ACCESS]) for i in self._dirty
+                 if i not in first]
+        if again:
+            self._conn.executemany("UPDATE urls SET due_unit = ? WHERE id = ?",
+                                   refiled_after_fetch(self._conn, again))
+
+    def _write_refusals(self) -> None:
+        """Mark refused URLs (not one enqueued in this batch: admitted on another path),
+        then turn admitted ones that were refused back into unread."""
+        frontier = self._frontier
+        refused = [(at, reason, url_id) for url_id, (at, reason) in self._refused.items()
+                   if type(frontier.get(url_id)) is not tuple]
+        many = self._conn.executemany
+        if refused:
+            many(_REFUSED_ERROR, refused)
+            many(_MARK_REFUSED, [(row[2],) for row in refused])
+        if self._unrefuse:
+            many(_UNREFUSE, self._unrefuse)
 
     def _write_frontier(self) -> None:
         deletes, merges, replaces = [], [], []

@@ -46,6 +46,10 @@ class PageType(str, enum.Enum):
     DTD = "dtd"
     ERROR = "error"
     DEAD = "dead"
+    #: Known as a link target only: the frontier's admission refused it (out of scope, too
+    #: deep, a trap...), so no path fetches it; the reason is an ``errors`` row of kind
+    #: ``refused``. Admitted later (found at a smaller depth, seeded), it becomes unread.
+    REFUSED = "refused"
 
 
 #: Integer code of each type in :attr:`Graph.types` (index into this tuple).
@@ -58,9 +62,13 @@ class FetchRecord:
 
     ``signature`` is the MD5 of the body (None when no body was read); ``not_modified`` marks
     a 304, which counts as an access without change. ``children`` is the ordered link list
-    (stored truncated to :data:`MAX_CHILDREN`); ``enqueue`` holds (url, priority) pairs the
-    crawler wants in the persisted frontier. ``error_kind`` (e.g. ``"timeout"``, ``"http"``,
-    ``"parse"``) records an error of that kind with ``error_detail``.
+    (stored truncated to :data:`MAX_CHILDREN`). The record is also the page's move in the
+    persisted frontier, filled in by the frontier alone (DESIGN.md §2): its application
+    takes ``url`` out of the frontier table, then puts in the (url, priority) pairs of
+    ``enqueue`` (the page itself among them if it was asked for again meanwhile), and marks
+    the (url, reason) pairs of ``refused`` as :attr:`PageType.REFUSED` — all in the page's
+    transaction. ``error_kind`` (e.g. ``"timeout"``, ``"http"``, ``"parse"``) records an
+    error of that kind with ``error_detail``.
     """
 
     url: str
@@ -77,6 +85,7 @@ class FetchRecord:
     error_detail: str | None = None
     content_type: str | None = None
     size: int | None = None
+    refused: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Every check has a fast path that formats nothing when it passes: this runs on the
@@ -105,6 +114,13 @@ class FetchRecord:
             for child, priority in self.enqueue:
                 _check_url(child, f"enqueued child of {url}")
                 _check_priority(priority, f"enqueued child {child}")
+        if self.refused:
+            if type(self.refused) is not tuple:
+                object.__setattr__(self, "refused", tuple(tuple(r) for r in self.refused))
+            for child, reason in self.refused:
+                _check_url(child, f"refused child of {url}")
+                if not isinstance(reason, str):
+                    raise ValueError(f"refused child {child} of {url}: reason must be text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +129,8 @@ class Enqueue:
 
     A URL already queued keeps the more urgent priority and the earlier ``not_before``.
     ``enqueued_at`` defaults to the writer's clock (or ``not_before`` without one); ``depth``
-    is used only when the URL is new.
+    is the depth of a new URL, and lowers the depth of a refused one, which becomes unread
+    (it was admitted this time). Only the frontier builds it (DESIGN.md §2).
     """
 
     url: str
@@ -128,6 +145,23 @@ class Enqueue:
         _check_time(self.not_before, f"Enqueue.not_before of {self.url}")
         if self.enqueued_at is not None:
             _check_time(self.enqueued_at, f"Enqueue.enqueued_at of {self.url}")
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The frontier's admission refused ``url`` (DESIGN.md §2): never fetch it.
+
+    Applied: the URL (created at ``depth`` if new) leaves the persisted frontier; if it is
+    unread it becomes :attr:`PageType.REFUSED` with ``reason`` in an ``errors`` row of kind
+    ``refused`` (a fetched page keeps its type and history). Only the frontier builds it.
+    """
+
+    url: str
+    reason: str
+    depth: int = 0
+
+    def __post_init__(self) -> None:
+        _check_url(self.url, "Refuse.url")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +208,21 @@ class SetOpic:
 
     def __post_init__(self) -> None:
         _check_bulk("SetOpic", self.ids, cash=self.cash, history=self.history)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SetWeights:
+    """Bulk refresh weight keys ``urls.weight`` for ``ids`` (NaN: NULL, not refreshed).
+
+    Written by the refresh planner only, which keeps the sums of these keys in the
+    ``state`` table (schema version 4 says what the key is).
+    """
+
+    ids: np.ndarray
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        _check_bulk("SetWeights", self.ids, weights=self.weights)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +288,8 @@ class ClearPending:
     url: str
 
 
-Op = Union[FetchRecord, Enqueue, Dequeue, SetRefresh, SetRanks, SetOpic, SetState, JobRun,
-           XmlVersion, SetPending, ClearPending]
+Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SetOpic, SetState,
+           JobRun, XmlVersion, SetPending, ClearPending, SetWeights]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

@@ -3,14 +3,17 @@
 Each function takes a reader's own connection (``MetadataStore.read_connection()``). Times
 are POSIX seconds; ``urls.rate`` is changes per second. Bulk columns come back as numpy
 arrays in URL-id order so the planner can hand them to the pure ``refresh`` package.
+The last section is the writer's side: re-filing a page as its fetch is applied.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from itertools import chain
 
 import numpy as np
 
@@ -20,6 +23,11 @@ _CHUNK = 500
 
 #: Page types the refresh planner keeps fresh (fetched documents).
 PLANNED_TYPES = ("html", "xml")
+_PLANNED_SQL = f"type IN ({','.join(repr(t) for t in PLANNED_TYPES)})"
+
+#: ``state`` key: the length in seconds of one folder (time unit), which gives ``due_unit``
+#: its meaning. The planner writes it; the writer reads it to re-file fetched pages.
+FOLDER_UNIT_KEY = "folders.unit_s"
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +47,8 @@ class PlannedPages:
     last_access: np.ndarray    # float64, POSIX seconds
     due_unit: np.ndarray       # int64
     interval_units: np.ndarray  # float64
+    weight: np.ndarray         # float64, the planner's weight key (schema v4)
+    is_planned: np.ndarray     # bool: a fetched HTML/XML page
 
 
 NO_UNIT = np.iinfo(np.int64).min
@@ -48,15 +58,49 @@ def _f(value: float | None) -> float:
     return np.nan if value is None else float(value)
 
 
+_PAGE_COLS = ("id, host_id, type, importance, interest, rate, rate_source, last_access, "
+              "due_unit, interval_units, weight")
+
+
 def planned_pages(conn: sqlite3.Connection) -> PlannedPages:
-    """Every fetched HTML/XML page (accesses > 0), one full scan of ``urls``."""
-    rows = conn.execute(
-        "SELECT id, host_id, type, importance, interest, rate, rate_source, last_access, "
-        "due_unit, interval_units FROM urls "
-        f"WHERE type IN ({','.join('?' * len(PLANNED_TYPES))}) AND accesses > 0 ORDER BY id",
-        PLANNED_TYPES).fetchall()
+    """Every fetched HTML/XML page (accesses > 0), one full scan of ``urls``, turned into
+    columns a slice at a time (5M pages: the rows are never all held as Python tuples)."""
+    cur = conn.execute(f"SELECT {_PAGE_COLS} FROM urls WHERE {_PLANNED_SQL} AND accesses > 0 "
+                       "ORDER BY id")
+    parts: list[PlannedPages] = []
+    names: dict[str, str] = {}  # one str object per rate source, not one per page
+    while rows := cur.fetchmany(65_536):
+        part = _pages(rows)
+        part.rate_source[:] = [names.setdefault(v, v) if v else v for v in part.rate_source]
+        parts.append(part)
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return _pages([])
+    return PlannedPages(**{
+        f.name: (list(chain.from_iterable(p.rate_source for p in parts))
+                 if f.name == "rate_source"
+                 else np.concatenate([getattr(p, f.name) for p in parts]))
+        for f in fields(PlannedPages)})
+
+
+def page_rows(conn: sqlite3.Connection, url_ids: Iterable[int]) -> PlannedPages:
+    """The same columns for the given pages whatever their type (``is_planned`` says which
+    are fetched HTML/XML pages), ascending id, by primary key: O(pages asked)."""
+    ids = sorted(set(int(i) for i in url_ids))
+    rows: list[tuple] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        rows += conn.execute(f"SELECT {_PAGE_COLS}, {_PLANNED_SQL} AND accesses > 0 "
+                             f"FROM urls WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+    rows.sort()
+    planned = np.fromiter((bool(r[-1]) for r in rows), dtype=bool, count=len(rows))
+    return _pages([r[:-1] for r in rows], planned)
+
+
+def _pages(rows: list[tuple], planned: np.ndarray | None = None) -> PlannedPages:
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 10
+    cols = list(zip(*rows)) if rows else [()] * 11
     return PlannedPages(
         ids=np.fromiter(cols[0], dtype=np.int64, count=n),
         host_id=np.fromiter(cols[1], dtype=np.int64, count=n),
@@ -68,7 +112,9 @@ def planned_pages(conn: sqlite3.Connection) -> PlannedPages:
         last_access=np.fromiter((_f(v) for v in cols[7]), dtype=np.float64, count=n),
         due_unit=np.fromiter((NO_UNIT if v is None else int(v) for v in cols[8]),
                              dtype=np.int64, count=n),
-        interval_units=np.fromiter((_f(v) for v in cols[9]), dtype=np.float64, count=n))
+        interval_units=np.fromiter((_f(v) for v in cols[9]), dtype=np.float64, count=n),
+        weight=np.fromiter((_f(v) for v in cols[10]), dtype=np.float64, count=n),
+        is_planned=np.ones(n, dtype=bool) if planned is None else planned)
 
 
 def max_observation_id(conn: sqlite3.Connection) -> int:
@@ -98,6 +144,49 @@ def observations_of(conn: sqlite3.Connection, url_ids: Iterable[int], up_to_id: 
     return out
 
 
+def weights_between(conn: sqlite3.Connection, low: float, high: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, weights) of the pages whose ``weight`` lies in [low, high] (either bound may be
+    infinite), through the partial index ``urls_weight``: O(log N + pages returned)."""
+    terms, args = ["weight IS NOT NULL"], []
+    if math.isfinite(low):
+        terms.append("weight >= ?")
+        args.append(low)
+    if math.isfinite(high):
+        terms.append("weight <= ?")
+        args.append(high)
+    rows = conn.execute(f"SELECT id, weight FROM urls WHERE {' AND '.join(terms)}",
+                        args).fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ids, np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+
+
+def weights_top(conn: sqlite3.Connection, positive: bool, limit: int
+                ) -> list[tuple[int, float]]:
+    """(id, weight) of the ``limit`` largest positive weights, or of the ``limit`` most
+    negative ones: the first entries of the index ``urls_weight``."""
+    sql = ("SELECT id, weight FROM urls WHERE weight > 0 ORDER BY weight DESC LIMIT ?"
+           if positive else
+           "SELECT id, weight FROM urls WHERE weight < 0 ORDER BY weight LIMIT ?")
+    return [(int(i), float(w)) for i, w in conn.execute(sql, (limit,))]
+
+
+def unplanned_leftovers(conn: sqlite3.Connection) -> list[int]:
+    """Pages that are not fetched HTML/XML documents (any more) but still hold refresh
+    data (rate, weight or folder): one full scan, for the planner's rebuilds."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM urls WHERE (rate IS NOT NULL OR weight IS NOT NULL OR "
+        f"due_unit IS NOT NULL) AND NOT ({_PLANNED_SQL} AND accesses > 0)")]
+
+
+def rank_runs_after(conn: sqlite3.Connection, job_id: int) -> tuple[int, int]:
+    """(newest ``job_runs`` id, ranking runs after ``job_id``): a rowid range, O(new runs)."""
+    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM job_runs").fetchone()[0])
+    ranks = conn.execute("SELECT count(*) FROM job_runs WHERE id > ? AND name = 'rank'",
+                         (job_id,)).fetchone()[0]
+    return top, int(ranks)
+
+
 def due_ids(conn: sqlite3.Connection, unit: int) -> list[int]:
     """Pages filed in a folder ≤ ``unit`` (uses the partial index ``urls_due``)."""
     return [r[0] for r in conn.execute(
@@ -105,15 +194,17 @@ def due_ids(conn: sqlite3.Connection, unit: int) -> list[int]:
 
 
 def unread_ranked(conn: sqlite3.Connection, limit: int) -> list[int]:
-    """Up to ``limit`` unread URL ids, highest OPIC cash first, then importance, then id.
+    """Up to ``limit`` unread URL ids, highest OPIC cash first, then importance, then id
+    (NULLs after every value: SQLite sorts NULL lowest, so last when descending).
 
-    One scan of the unread pages (no index orders them): O(unread) per call.
+    The first ``limit`` entries of the partial index ``urls_unread`` (schema v4): O(limit),
+    whatever the number of unread or refused rows.
     """
     if limit <= 0:
         return []
     return [r[0] for r in conn.execute(
-        "SELECT id FROM urls WHERE type = 'unread' ORDER BY opic_cash IS NULL, "
-        "opic_cash DESC, importance IS NULL, importance DESC, id LIMIT ?", (limit,))]
+        "SELECT id FROM urls WHERE type = 'unread' ORDER BY opic_cash DESC, importance DESC, "
+        "id LIMIT ?", (limit,))]
 
 
 def urls_of(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, str]:
@@ -124,6 +215,19 @@ def urls_of(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, str]:
         chunk = ids[start:start + _CHUNK]
         out.update(conn.execute(
             f"SELECT id, url FROM urls WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+    return out
+
+
+def urls_and_depths(conn: sqlite3.Connection, url_ids: Iterable[int]
+                    ) -> dict[int, tuple[str, int]]:
+    """(URL text, link depth) per id, by primary key."""
+    out: dict[int, tuple[str, int]] = {}
+    ids = list(url_ids)
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        out.update((i, (u, d)) for i, u, d in conn.execute(
+            f"SELECT id, url, depth FROM urls WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk))
     return out
 
 
@@ -154,3 +258,45 @@ def state_value(conn: sqlite3.Connection, key: str, default: object = None) -> o
     """A JSON value from the ``state`` table."""
     row = conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
     return default if row is None else json.loads(row[0])
+
+
+# -- the writer side: re-filing a page as its fetch is applied (DESIGN.md §6) ---------------
+
+def folder_after(last_access_s: float, interval_units: float, unit_s: float) -> int:
+    """⌊(t_last + t_i·unit)/unit⌋: the folder formula of ``refresh.folders.folders_after``,
+    the same arithmetic on one page (metadata may not import ``refresh``; a test checks
+    that both give the same folder on random inputs)."""
+    return math.floor((last_access_s + interval_units * unit_s) / unit_s)
+
+
+def refiled_after_fetch(conn: sqlite3.Connection, pages: Sequence[tuple[int, str, float]]
+                        ) -> list[tuple[int, int]]:
+    """(due_unit, id) for re-fetched pages ``(id, new type, last access)`` the planner
+    knows: an HTML/XML page goes to the folder its stored interval t_i gives from this
+    access; a page that is no longer one (but still has refresh data) goes to its access's
+    folder, so the planner's next unit finds it in the due folder and takes it out of the
+    plan. Nothing before the planner's first run (no folder unit)."""
+    if not pages:
+        return []
+    unit = state_value(conn, FOLDER_UNIT_KEY)
+    if not isinstance(unit, (int, float)) or not unit > 0:
+        return []
+    filed: dict[int, float | None] = {}
+    ids = [p[0] for p in pages]
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        for url_id, interval in conn.execute(
+                f"SELECT id, interval_units FROM urls WHERE id IN "
+                f"({','.join('?' * len(chunk))}) AND (interval_units IS NOT NULL OR "
+                "due_unit IS NOT NULL OR rate IS NOT NULL)", chunk):
+            filed[url_id] = interval
+    out: list[tuple[int, int]] = []
+    for url_id, page_type, last in pages:
+        if url_id not in filed:
+            continue
+        interval = filed[url_id]
+        if page_type not in PLANNED_TYPES:
+            out.append((folder_after(last, 0.0, unit), url_id))
+        elif interval is not None:
+            out.append((folder_after(last, interval, unit), url_id))
+    return out

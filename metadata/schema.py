@@ -23,6 +23,18 @@ rewritten into the WAL at every commit). A new URL is now found through the in-m
 that look a URL up by its hash want fetched pages (validators, XML versions) and add the
 same condition so SQLite uses the index. A page enters the index once, at its first fetch.
 
+Version 4 serves the refresh planner's per-unit work in O(G + pages changed) (DESIGN.md §6):
+
+* ``urls.weight``, the planner's refresh weight key (written only by the planner,
+  ``SetWeights``): √(r·λ) > 0 (λ in changes per time unit) for a page with an estimated
+  rate, −√r for a page on the prior rate (its weight is √(r·prior), the prior being in the
+  ``state`` table), NULL for pages not refreshed. The partial index ``urls_weight`` lets the
+  planner find the pages whose weight lies between two values: the pages that cross a
+  clamp edge when the water level K moves (:mod:`refresh.waterlevel`);
+* ``urls_unread``: the unread URLs in discovery order (OPIC cash, then importance, both
+  descending with NULLs last, then id), so a unit's ρ·G discovery pages are the first
+  entries of an index instead of a sort of every unread row.
+
 We keep our own integer-versioned table rather than sqlite-utils' name-keyed ``Migrations``
 helper because a file written by a *newer* Xyro must be refused, which needs ordered versions.
 """
@@ -37,7 +49,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 3
+CURRENT_VERSION = 4
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -205,11 +217,25 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX urls_hash ON urls(hash) WHERE {FETCHED}")
 
 
+V4_DDL = """
+ALTER TABLE urls ADD COLUMN weight REAL;
+CREATE INDEX urls_weight ON urls(weight) WHERE weight IS NOT NULL;
+CREATE INDEX urls_unread ON urls(opic_cash DESC, importance DESC) WHERE type = 'unread';
+"""
+
+
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    for statement in V4_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
     2: ("child lists as int32 blobs; xml_versions, pending, due index", _v1_to_v2),
     3: ("hash index on fetched URLs only", _v2_to_v3),
+    4: ("refresh weight key and its index; unread URLs in discovery order", _v3_to_v4),
 }
 
 

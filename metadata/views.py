@@ -4,7 +4,9 @@ Times in the tables are POSIX seconds on the crawler's clock line; the views sho
 UTC text with ``datetime(x, 'unixepoch')``. Rates are changes per day. The views are
 dropped and recreated on every migration, so their SQL can change between versions.
 
-v_pages_by_type     pages per type, with fetched and never-fetched counts
+v_pages_by_type     pages per type, with fetched and never-fetched counts ('refused': link
+                    targets the frontier's admission refused, never fetched; their reasons
+                    are in errors rows of kind 'refused')
 v_frontier          persisted frontier size per priority (0 = most urgent)
 v_xml_documents     one row per XML document: versions, latest version, validity, DTD
 v_xml_versions      every stored XML version, newest first

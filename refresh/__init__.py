@@ -9,24 +9,28 @@ Public API (arrays and plain records in, arrays and plain records out):
   :func:`cho_bias_reduced_rate`
 * planning: :func:`refresh_intervals` (water-filling, Ω), :class:`RateSum` (incremental S),
   :mod:`refresh.bayes` (empirical-Bayes posterior-mean rates on a grid),
-  :class:`Folders`, :func:`due_folders`, :func:`due_by_scan`, :func:`compose_unit`
+  :class:`Folders`, :func:`due_folders`, :func:`folders_after` (the folder formula),
+  :func:`due_by_scan`, :func:`compose_unit`, :class:`WaterLedger` (K kept up to date
+  between units, :mod:`refresh.waterlevel`)
 """
 
 from refresh.discovery import UnitFetchList, compose_unit
 from refresh.estimators import (RateEstimate, RateSource, cho_bias_reduced_rate, naive_rate,
                                 signature_rate, signature_rates)
-from refresh.folders import NOT_FILED, Folders, due_by_scan, due_folders
+from refresh.folders import NOT_FILED, Folders, due_by_scan, due_folders, folders_after
 from refresh.intervals import (IntervalPlan, RateSum, refresh_intervals, refresh_weights,
                                time_average_obsolescence)
 from refresh.last_modified import (Reliability, host_reliability, last_modified_rate,
                                    page_reliability)
 from refresh.observations import AccessHistory, ChangeObservations
 from refresh.rate_choice import estimate_rate
+from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
 
 __all__ = [
-    "AccessHistory", "ChangeObservations", "Folders", "IntervalPlan", "NOT_FILED", "RateEstimate",
-    "RateSource", "RateSum", "Reliability", "UnitFetchList", "cho_bias_reduced_rate",
-    "compose_unit", "due_by_scan", "due_folders", "estimate_rate", "host_reliability",
-    "last_modified_rate", "naive_rate", "page_reliability", "refresh_intervals",
-    "refresh_weights", "signature_rate", "signature_rates", "time_average_obsolescence",
+    "AccessHistory", "ChangeObservations", "Family", "Folders", "IntervalPlan", "KeySource",
+    "NOT_FILED", "RateEstimate", "RateSource", "RateSum", "Reliability", "UnitFetchList",
+    "WaterLedger", "WaterLevel", "cho_bias_reduced_rate", "compose_unit", "due_by_scan",
+    "due_folders", "estimate_rate", "folders_after", "host_reliability", "last_modified_rate",
+    "naive_rate", "page_reliability", "refresh_intervals", "refresh_weights",
+    "signature_rate", "signature_rates", "time_average_obsolescence",
 ]

@@ -45,6 +45,19 @@ def due_folders(last_refresh: ArrayLike, intervals: ArrayLike, unit: float = 1.0
     return out
 
 
+def folders_after(last_refresh_s: ArrayLike, interval_units: ArrayLike,
+                  unit_s: float) -> NDArray[np.int64]:
+    """The folder formula as the planner stores it: t_last in seconds, t_i in time units,
+    ⌊(t_last + t_i·unit)/unit⌋ (:func:`due_folders` with t = t_i·unit).
+
+    The metadata writer re-files a fetched page with the same arithmetic
+    (``metadata.refresh_queries.folder_after``; it may not import this package), and
+    tests/plan/test_plan_folders.py checks that both agree bit for bit.
+    """
+    t = np.asarray(interval_units, dtype=np.float64) * float(unit_s)
+    return due_folders(last_refresh_s, t, unit_s)
+
+
 def due_by_scan(folder_of: ArrayLike, unit_index: int) -> NDArray[np.int64]:
     """The full-scan check: ids whose folder is ≤ ``unit_index`` (filed ones), ascending."""
     f = np.asarray(folder_of, dtype=np.int64)

@@ -207,6 +207,20 @@ class RateSum:
             raise ValueError(f"old {o.shape} and new {n.shape} weights differ in length")
         self._accumulate(math.fsum(n) - math.fsum(o))
 
+    def state(self) -> tuple[float, float]:
+        """The running sum and its compensation, for persisting (``RateSum.restore``)."""
+        return self._sum, self._comp
+
+    @classmethod
+    def restore(cls, state: tuple[float, float] | list[float]) -> RateSum:
+        """A sum continued from :meth:`state` (e.g. read back from the store's JSON)."""
+        total, comp = (float(x) for x in state)
+        if not (math.isfinite(total) and math.isfinite(comp)):
+            raise ValueError(f"RateSum state {state!r} must be two finite numbers")
+        out = cls()
+        out._sum, out._comp = total, comp
+        return out
+
     @property
     def value(self) -> float:
         """S, never below 0 (rounding could otherwise leave −1e−17 after removing all)."""

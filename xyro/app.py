@@ -18,6 +18,7 @@ from metadata.connection import search_problem, write_problem
 from metadata.errors import StoreAccessError, access_message
 from metadata.writer import Writer
 from xyro.activity import HostWarnings
+from xyro.admission import Admission
 from xyro.crawler import Crawler, CrawlSettings, Validators
 from xyro.dns import Resolver
 from xyro.fetcher import Fetcher, FetchLimits, user_agent
@@ -178,7 +179,6 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                          max_crawl_delay_s=polite.max_crawl_delay_s)
     hosts = HostScheduler(polite.delay_s, clock, enforce=enforce_politeness,
                           max_retry_after_s=polite.max_retry_after_s)
-    traps = cfg.crawler.traps
     writer = store.writer(dead_after=crawl.dead_after_404s, now=clock.now)
     readers = _ThreadReaders(store)
     loader = LoaderStage(
@@ -191,25 +191,38 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_pending_bytes=loader_cfg.max_pending_bytes,
                        max_url_length=limits.max_url_length),
         Warehouse(cfg.storage.warehouse_dir), readers.latest_version)
+    # The frontier owns queued work: one admission, and the writer's submit to record every
+    # enqueue and dequeue itself (DESIGN.md §2).
+    frontier = Frontier(hosts, robots, clock, admission=build_admission(app),
+                        record=writer.submit,
+                        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate))
     crawler = Crawler(
-        frontier=Frontier(hosts, robots, clock), fetch=page_fetcher.fetch,
+        frontier=frontier, fetch=page_fetcher.fetch,
         fetch_robots=robots_fetcher.fetch, validators=readers.validators, submit=writer.submit,
-        scope=Scope(cfg.seeds, cfg.scope.allowed_domains, cfg.scope.denied_domains,
-                    cfg.scope.allow_patterns, cfg.scope.deny_patterns, cfg.scope.max_depth),
-        traps=TrapGuard(clock, max_url_length=limits.max_url_length,
-                        max_repeated_segments=traps.max_repeated_segments,
-                        max_query_params=traps.max_query_params,
-                        max_pages_per_host_per_unit=traps.max_pages_per_host_per_unit,
-                        unit_s=cfg.refresh.time_unit_s),
-        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate), clock=clock,
+        clock=clock,
         settings=CrawlSettings(workers=crawl.workers, follow_nofollow=crawl.follow_nofollow,
                                max_url_length=limits.max_url_length,
-                               skip_suffixes=frozenset(crawl.skip_suffixes),
                                max_redirects=limits.max_redirects),
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
         host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s))
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
+
+
+def build_admission(app: App) -> Admission:
+    """The one admission of every producer of the frontier, from the config (DESIGN.md §2);
+    also used with no crawler running (``xyro seed``, ``xyro plan --run``)."""
+    cfg = app.config
+    scope, traps = cfg.scope, cfg.crawler.traps
+    return Admission(
+        Scope(cfg.seeds, scope.allowed_domains, scope.denied_domains, scope.allow_patterns,
+              scope.deny_patterns, scope.max_depth),
+        TrapGuard(app.clock, max_url_length=cfg.crawler.limits.max_url_length,
+                  max_repeated_segments=traps.max_repeated_segments,
+                  max_query_params=traps.max_query_params,
+                  max_pages_per_host_per_unit=traps.max_pages_per_host_per_unit,
+                  unit_s=cfg.refresh.time_unit_s),
+        frozenset(cfg.crawler.skip_suffixes))
 
 
 def robots_token(user_agent_product: str) -> str:

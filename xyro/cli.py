@@ -15,18 +15,20 @@ from typing import Any
 
 import click
 
-from metadata import Enqueue, MetadataError
+from metadata import MetadataError
 from xyro import __version__, numba_cache
-from xyro.app import App
+from xyro.admission import Source
+from xyro.app import App, build_admission
 from xyro.config import ConfigError, load_config
 from xyro.errors import UsageError, XyroError, permission_message
+from xyro.frontier import URGENT, admit_offline, records
 from xyro.logs import setup_logging
 from xyro.urls import canonicalize
 
 log = logging.getLogger("xyro.cli")
 
 #: Frontier priority of seeds and configured sitemaps (0 is the loader's DTDs, 4 background).
-SEED_PRIORITY = 1
+SEED_PRIORITY = URGENT
 
 
 class XyroGroup(click.Group):
@@ -117,11 +119,16 @@ def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
     """Add start URLs to the persisted frontier."""
     canonical = [_canonical_seed(u) for u in urls]
     app = _app(ctx)
+    # The frontier's own admission and record building, with no crawler running (§2).
+    submitted = admit_offline(build_admission(app), Source.SEED, canonical, priority)
+    if submitted.refused:
+        refused = "; ".join(f"{o.url} ({r})" for o, r in submitted.refused)
+        raise UsageError(f"seed refused by the crawl's admission: {refused}; nothing was "
+                         "queued (see the scope and crawler.skip_suffixes keys)")
     with app.open_store() as store:
         writer = store.writer()
         try:
-            for url in canonical:
-                writer.submit(Enqueue(url, priority))
+            writer.submit_many(records(submitted.queued))
         finally:
             writer.close()
     click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
@@ -272,8 +279,8 @@ def run_daemon(ctx: click.Context) -> None:
         return load_config(lazy.path, os.environ, lazy.overrides)
 
     daemon = Daemon(app, Notifier(), reload_config)
-    daemon.install_signals()
-    daemon.run()
+    with daemon.signals():
+        daemon.run()
 
 
 @cli.command()

@@ -10,9 +10,10 @@ from typing import Any
 
 import click
 
-from metadata import Enqueue
-from xyro.app import App
+from xyro.admission import Source
+from xyro.app import App, build_admission
 from xyro.errors import UsageError, XyroError
+from xyro.frontier import admit_offline, records
 from xyro.plan_job import PlannerSettings, RefreshPlanner, summary
 from xyro.urls import canonicalize
 
@@ -74,14 +75,22 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
 
 
 def _run(planner: RefreshPlanner, submit: Any, app: App) -> dict[str, Any]:
+    """Plan the unit and write its pages to the persisted frontier through the frontier's
+    admission and record building (no crawler runs here; DESIGN.md §2)."""
     unit = planner.current_unit()
     fetch = planner.run_unit(unit)
-    for url, priority in fetch:
-        submit(Enqueue(url, priority))
+    admission = build_admission(app)
     by_priority: dict[str, int] = {}
-    for _, priority in fetch:
-        by_priority[str(priority)] = by_priority.get(str(priority), 0) + 1
-    return {"unit": unit, "enqueued": len(fetch), "enqueued_by_priority": by_priority,
+    refused: dict[str, int] = {}
+    for priority, items in planner.offers(fetch).items():
+        submitted = admit_offline(admission, Source.REFRESH, items, priority)
+        for op in records(submitted.queued, submitted.refused):
+            submit(op)
+        by_priority[str(priority)] = len(submitted.queued)
+        for _, refusal in submitted.refused:
+            refused[refusal.kind] = refused.get(refusal.kind, 0) + 1
+    return {"unit": unit, "enqueued": sum(by_priority.values()),
+            "enqueued_by_priority": by_priority, "refused_by_reason": refused,
             "database": str(app.database_path)}
 
 

@@ -8,44 +8,25 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from metadata import Enqueue, JobRun, MetadataStore, SetState, crawl_queries
+from metadata import JobRun, MetadataStore, SetState, crawl_queries
 from xyro.activity import refused_private
+from xyro.admission import Source
 from xyro.app import App, CrawlParts, build_crawler
 from xyro.errors import UsageError
 from xyro.crawler import CrawlSummary
-from xyro.frontier import URGENT
+from xyro.frontier import URGENT, Frontier
 from xyro.metrics import serve_metrics
+from xyro.signals import handle_signals
 from xyro.urls import canonicalize
 
 log = logging.getLogger("xyro.crawl")
 
 #: Frontier priority of seeds and configured start URLs.
 SEED_PRIORITY = URGENT
-
-
-@contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Set ``stop`` on SIGTERM/SIGINT for the duration (main thread only; else a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: Any) -> None:
-        log.info("received %s: stopping after in-flight fetches", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
@@ -68,17 +49,12 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
                 customize(parts)
             resumed = restore_frontier(store, crawler,
                                        app.config.scope.allow_private_addresses)
-            seeded = 0
-            for url in app.config.seeds:
-                canonical = canonicalize(url)
-                if canonical and crawler.add_seed(canonical, SEED_PRIORITY):
-                    parts.writer.submit(Enqueue(canonical, SEED_PRIORITY))
-                    seeded += 1
+            seeded = queue_seeds(crawler.frontier, app.config.seeds)
             if resumed + seeded == 0:
                 _nothing_queued(store, crawler, bool(app.config.seeds))
             log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
                      resumed, seeded, app.config.crawler.workers)
-            with stop_on_signals(stop):
+            with handle_signals(stop):
                 summary = crawler.run(max_pages, max_seconds, stop, on_progress)
             parts.writer.submit(SetState("crawl.last_run", json.dumps(summary.stats)))
             parts.writer.submit(JobRun("crawl", started, app.clock.now(), "ok",
@@ -88,6 +64,17 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     log.info("crawl finished (%s): %s", summary.stop_reason,
              crawler.stats.progress_line(summary.stats.get("queued", 0)))
     return summary
+
+
+def queue_seeds(frontier: Frontier, seeds: Iterable[str]) -> int:
+    """Offer configured seeds to the frontier (known ones are skipped: seeds are re-read on
+    every start); refused ones are named in the log. Returns how many were queued."""
+    canonical = [c for c in map(canonicalize, seeds) if c is not None]
+    submitted = frontier.submit(Source.SEED, canonical, SEED_PRIORITY)
+    for offer, refusal in submitted.refused:
+        log.warning("seed %s refused (%s); check the scope keys of the configuration",
+                    offer.url, refusal)
+    return len(submitted.queued)
 
 
 def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None:

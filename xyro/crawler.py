@@ -1,12 +1,18 @@
-"""The crawl engine: one dispatcher thread, a pool of fetch workers, the metadata writer.
+"""The crawl engine: one dispatcher thread, a pool of fetch workers — fetch, analyse, admit,
+record.
 
 Data flow (DESIGN.md §2): the dispatcher pops polite work from the :class:`Frontier`
 (robots.txt first, one request per host, delays), hands it to workers; a worker fetches and
 analyses the page (type, MD5, canonical links — the CPU-heavy part) and returns a
-:class:`_Done`; the dispatcher then updates the frontier, filters children (seen-set,
-scope, traps, suffixes), queues the new ones and submits ONE :class:`FetchRecord` per page
-to the writer, whose transaction also moves the persisted frontier. A crash therefore
-loses at most the last unflushed batch, and a restart re-queues exactly what was not done.
+:class:`_Done`; the dispatcher then frees the host's slot and completes the item through
+the frontier, which admits the page's links (seen-set, scope, depth, traps, suffixes) and
+hands the writer ONE :class:`FetchRecord` per page, whose transaction also moves the
+persisted frontier. A crash therefore loses at most the last unflushed batch, and a restart
+re-queues exactly what was not done.
+
+Policies live in their own modules: 429/503 retries (:mod:`xyro.retry_policy`), redirects
+followed through the frontier (:mod:`xyro.redirects`), documents waiting for their DTDs
+(:mod:`xyro.loader_needs`, one more producer of the frontier).
 
 Stopping (SIGTERM, a page or time budget): no new work is dispatched; in-flight fetches
 finish (each is bounded by the fetch deadline) or, if the stop cut them short, are given
@@ -22,20 +28,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from metadata import ClearPending, Enqueue, FetchRecord, PageType, SetPending, XmlVersion
+from metadata import FetchRecord, PageType, XmlVersion
 from xyro.activity import HostWarnings
-from xyro.classify import suffix_skipped
+from xyro.admission import Source
 from xyro.clock import Clock
 from xyro.crawl_stats import CrawlStats
-from xyro.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, FrontierItem
+from xyro.frontier import BACKGROUND, DISCOVERY, Frontier, FrontierItem, Submitted
 from xyro.loader.document import LoadError
 from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
-from xyro.page import RETRY_STATUSES, Child, PageOutcome, analyse
-from xyro.fetcher import REDIRECT_STATUSES
+from xyro.loader_needs import LoaderNeeds
+from xyro.page import PageOutcome, analyse
 from xyro.records import ErrorKind, FetchResult
+from xyro.redirects import Redirects
+from xyro.retry_policy import RetryPolicy
 from xyro.seenset import SeenSet
-from xyro.urls import Scope, TrapGuard, canonicalize
 
 log = logging.getLogger("xyro.crawler")
 
@@ -58,7 +65,6 @@ class CrawlSettings:
     workers: int = 64
     follow_nofollow: bool = False
     max_url_length: int = 2048
-    skip_suffixes: frozenset[str] = frozenset()
     max_retries: int = 3                 # 429/503 put back this many times, then ERROR
     max_redirects: int = 5               # hops followed (through the frontier) from one URL
     progress_interval_s: float = 1.0     # real seconds between progress callbacks
@@ -93,19 +99,17 @@ class Crawler:
     def __init__(self, *, frontier: Frontier, fetch: Callable[..., FetchResult],
                  fetch_robots: Callable[..., FetchResult],
                  validators: Callable[[str], Validators], submit: Callable[[Any], None],
-                 scope: Scope, traps: TrapGuard, seen: SeenSet, clock: Clock,
-                 settings: CrawlSettings, stats: CrawlStats | None = None,
+                 clock: Clock, settings: CrawlSettings, stats: CrawlStats | None = None,
                  loader: LoaderStage | None = None,
                  fetch_for_loader: Callable[..., FetchResult] | None = None,
                  host_warnings: HostWarnings | None = None) -> None:
+        """``submit``: the metadata writer's, for what is not a frontier move (XML versions,
+        loading status); the frontier records the pages and their moves itself."""
         self.frontier = frontier
         self._fetch = fetch
         self._fetch_robots = fetch_robots
         self._validators = validators
         self._submit = submit
-        self.scope = scope
-        self.traps = traps
-        self.seen = seen
         self.clock = clock
         self.settings = settings
         self.stats = stats or CrawlStats()
@@ -117,27 +121,22 @@ class Crawler:
         self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._retries: dict[str, int] = {}
-        self._hops: dict[str, int] = {}  # redirect target → hops taken to reach it
+        self._retries = RetryPolicy(settings.max_retries)
+        self._redirects = Redirects(settings.max_redirects, settings.max_url_length)
+        self._needs = None if loader is None else LoaderNeeds(
+            loader, frontier, submit, clock, settings.max_url_length, self._resume_later,
+            self._record)
         self._in_flight = 0
         self._pages_dispatched = 0
 
-    # -- filling the frontier ------------------------------------------------------------
+    @property
+    def seen(self) -> SeenSet:
+        """The frontier's seen-set (every URL known to the crawl)."""
+        return self.frontier.seen
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str]) -> int:
         """Rebuild the seen-set from every known URL and the frontier from persisted rows."""
-        for url in known_urls:
-            self.seen.add(url)
-        rows = list(rows)
-        for url, *_ in rows:
-            self.seen.add(url)
-        return self.frontier.load(rows)
-
-    def add_seed(self, url: str, priority: int) -> bool:
-        """Queue a seed unless it is already known (seeds are re-read on every start)."""
-        if not self.seen.add(url):
-            return False
-        return self.frontier.push(url, priority, 0)
+        return self.frontier.restore(rows, known_urls)
 
     # -- running -------------------------------------------------------------------------
 
@@ -218,7 +217,7 @@ class Crawler:
             if item is None:
                 return
             if item.kind == "disallowed":
-                self._record_refused(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
+                self._unfetched(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
                 continue
             if item.kind == "fetch":
                 self._pages_dispatched += 1
@@ -330,7 +329,7 @@ class Crawler:
             detail = (f"robots.txt of {item.origin} could not be fetched "
                       f"({result.error_detail}); the host is tried again later")
             for queued in self.frontier.drain_origin(item.origin, item.host):
-                self._record_refused(queued, result.error_kind, detail)
+                self._unfetched(queued, result.error_kind, detail)
 
     def _page_done(self, done: _Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome
@@ -341,31 +340,37 @@ class Crawler:
         self.frontier.done(item, result.retry_after_s,
                            error=result.error_kind in HOST_FAILURES, now=now,
                            started_at=result.started_at)
-        if self.loader is not None and self.loader.wanted(item.url):
-            outcome = self._need_done(item, result, outcome)
+        needs = self._needs
+        if needs is not None and needs.wanted(item.url):
+            outcome = needs.fetched(item, result, outcome)
         if done.needs:
-            self._wait_for_needs(item, result, done.needs, None, now)
+            assert needs is not None
+            needs.wait(item, result, done.needs, None, now)
             return
-        hops = self._hops.pop(item.url, 0)
-        if result.status in REDIRECT_STATUSES and result.redirects:
-            outcome = self._redirect(item, result, hops)
-        enqueue = self._admit_children(item, outcome) if outcome.children else ()
-        if outcome.children and result.status in REDIRECT_STATUSES:
-            for url, _ in enqueue:
-                self._hops[url] = hops + 1
-        self._record(item, result, outcome, enqueue, now, done.version)
+        self._record(item, result, self._redirects.outcome(item.url, result, outcome), now,
+                     done.version)
 
     def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
-                enqueue: tuple[tuple[str, int], ...], now: float,
-                version: XmlVersion | None = None) -> None:
-        self._submit(FetchRecord(
+                now: float, version: XmlVersion | None = None) -> None:
+        """Complete ``item`` with its page record; the frontier admits its links."""
+        record = FetchRecord(
             url=item.url, fetched_at=result.started_at or now, page_type=outcome.page_type,
             http_status=result.status, signature=outcome.signature,
             not_modified=result.not_modified, last_modified=result.last_modified,
             etag=result.etag, children=tuple(c.url for c in outcome.children),
-            enqueue=enqueue, error_kind=outcome.error_kind,
-            error_detail=outcome.error_detail, content_type=result.content_type,
-            size=len(result.body)))
+            error_kind=outcome.error_kind, error_detail=outcome.error_detail,
+            content_type=result.content_type, size=len(result.body))
+        if self._redirects.is_redirect(outcome):
+            # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
+            links = [(c.url, item.priority) for c in outcome.children]
+            submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
+            queued = {o.url for o in submitted.queued}
+            self._redirects.not_queued([u for u, _ in links if u not in queued])
+        else:
+            links = [(c.url, DISCOVERY if c.likely_xml else BACKGROUND)
+                     for c in outcome.children]
+            submitted = self.frontier.complete(item, record, links)
+        self._count(submitted)
         if version is not None:
             self._submit(version)
         self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
@@ -373,177 +378,53 @@ class Crawler:
         if outcome.error_kind is not None and self._host_warnings is not None:
             self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
 
+    def _count(self, submitted: Submitted) -> None:
+        if submitted.new:
+            self.stats.discovered += submitted.new
+            for _, refusal in submitted.refused:
+                self.stats.refuse(refusal.counter)
+
     def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
-        """A fetch cut short by a stop request is not an observation: leave it queued."""
+        """A fetch cut short by a stop request is not an observation: it stays queued."""
         if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
             self.frontier.done(item, now=self.clock.now(), started_at=result.started_at)
+            self.frontier.give_back(item)
             return True
         return False
 
     def _retry_later(self, item: FrontierItem, result: FetchResult, now: float) -> bool:
         """429/503: slow the host down (Retry-After) and put the URL back, a few times."""
-        if result.status not in RETRY_STATUSES:
+        wait = self._retries.pause(item.url, result.status, result.retry_after_s)
+        if wait is None:
             return False
-        tries = self._retries.get(item.url, 0)
-        if tries >= self.settings.max_retries:
-            self._retries.pop(item.url, None)
-            return False
-        self._retries[item.url] = tries + 1
-        wait = result.retry_after_s if result.retry_after_s is not None else 60.0 * 2 ** tries
         # Retry-After alone sets the pause; the error back-off would stack on top of it.
         self.frontier.requeue(item, not_before=now + wait, retry_after_s=wait, now=now,
                               started_at=result.started_at)
         return True
 
-    def _redirect(self, item: FrontierItem, result: FetchResult, hops: int) -> PageOutcome:
-        """A 3xx is followed as a new URL through the frontier, not inline.
-
-        Each hop then gets every check a link gets (scheme, robots.txt, scope, traps) and,
-        unlike an inline hop, the host's politeness delay (as Heritrix does). The hop count
-        travels with the target, so a chain longer than ``max_redirects`` ends as ERROR.
-        """
-        target = canonicalize(result.redirects[-1], max_length=self.settings.max_url_length)
-        if target is None:
-            return PageOutcome(PageType.ERROR, error_kind=ErrorKind.REDIRECT.value,
-                               error_detail=f"HTTP {result.status} to {result.redirects[-1]!r}, "
-                                            "not an http(s) URL Xyro can fetch")
-        if hops >= self.settings.max_redirects:
-            return PageOutcome(PageType.ERROR, error_kind=ErrorKind.REDIRECT.value,
-                               error_detail=f"more than {self.settings.max_redirects} redirects "
-                                            f"in a row (last HTTP {result.status} to {target})")
-        return PageOutcome(PageType.ERROR, children=(Child(target, False),),
-                           error_kind=ErrorKind.REDIRECT.value,
-                           error_detail=f"HTTP {result.status} moved to {target} "
-                                        f"(hop {hops + 1}, followed as a new URL)")
-
-    def _admit_children(self, item: FrontierItem, outcome: PageOutcome) -> tuple[tuple[str, int], ...]:
-        """Queue the children never seen before that scope, traps and suffixes allow."""
-        admitted = []
-        depth = item.depth + 1
-        for child in outcome.children:
-            if not self.seen.add(child.url):
-                continue
-            self.stats.discovered += 1
-            reason = self._refusal(child.url, depth)
-            if reason is not None:
-                self.stats.refuse(reason)
-                continue
-            priority = DISCOVERY if child.likely_xml else BACKGROUND
-            if self.frontier.push(child.url, priority, depth):
-                admitted.append((child.url, priority))
-        return tuple(admitted)
-
-    def _refusal(self, url: str, depth: int) -> str | None:
-        if suffix_skipped(url, self.settings.skip_suffixes):
-            return "suffix"
-        if self.scope.check(url, depth) is not None:
-            return "scope"
-        if self.traps.check(url) is not None:
-            return "trap"
-        return None
-
-    def _record_refused(self, item: FrontierItem, kind: ErrorKind, detail: str) -> None:
-        self._submit(FetchRecord(url=item.url, fetched_at=self.clock.now(),
-                                 page_type=PageType.ERROR, error_kind=kind.value,
-                                 error_detail=detail))
+    def _unfetched(self, item: FrontierItem, kind: ErrorKind, detail: str) -> None:
+        """``item`` ends without a fetch (robots.txt forbids it, or could not be fetched)."""
+        self.frontier.complete(item, FetchRecord(
+            url=item.url, fetched_at=self.clock.now(), page_type=PageType.ERROR,
+            error_kind=kind.value, error_detail=detail))
         self.stats.page(PageType.ERROR.value, 0, kind.value, False)
         if self._host_warnings is not None:
             self._host_warnings.error(item.url, kind.value, detail)
-        if self.loader is not None and self.loader.wanted(item.url):
-            self._arrival(self.loader.arrived(item.url, FetchResult(item.url, item.url),
-                                              False, detail), item.url)
+        if self._needs is not None:
+            self._needs.refused(item, detail)
 
-    # -- the loader: documents waiting for DTDs and entities (issue 4, item 6) ------------
+    # -- the loader: documents waiting for DTDs and entities ------------------------------
 
-    def _need_done(self, item: FrontierItem, result: FetchResult,
-                   outcome: PageOutcome) -> PageOutcome:
-        """A URL the loader waits for was fetched: feed the cache, wake its documents."""
-        assert self.loader is not None
-        if result.not_modified:  # fetched as a page with validators: ask again, unconditionally
-            self.frontier.push(item.url, LOADER, item.depth)
-            return outcome
-        ok = result.error_kind is None and result.status is not None and 200 <= result.status < 300
-        arrival = self.loader.arrived(item.url, result, ok, result.error_detail or outcome.error_detail)
-        if arrival.follow is not None:
-            target = canonicalize(arrival.follow, max_length=self.settings.max_url_length)
-            if target is not None:
-                self.loader.alias(target, item.url)
-                self.seen.add(target)
-                self.frontier.push(target, LOADER, item.depth)
-                self._submit(Enqueue(target, LOADER, depth=item.depth))
-            else:
-                arrival = self.loader.arrived(item.url, result, False,
-                                              f"redirected to {arrival.follow!r}")
-        self._arrival(arrival, item.url)
-        if ok and outcome.page_type not in (PageType.XML, PageType.HTML):
-            # An entity or DTD served as text/plain or with an odd type is still a DTD part.
-            return PageOutcome(PageType.DTD, signature=outcome.signature)
-        return outcome
-
-    def _arrival(self, arrival, need: str) -> None:  # type: ignore[no-untyped-def]
-        for held in arrival.ready:
-            self._in_flight += 1
-            self._work.put(_Resume(held))
-        for held, reason in arrival.failed:
-            self._finish_failed(held, LoadError.ENTITY, reason)
-
-    def _wait_for_needs(self, item: FrontierItem, result: FetchResult, needs: tuple[str, ...],
-                        previous: Held | None, now: float) -> None:
-        """Hold the document, push its needs at priority 0; too many held → fetch it later."""
-        assert self.loader is not None
-        cache = self.loader.cache
-        for need in needs:
-            reason = cache.failure(need)
-            if reason is not None:  # failed while this document was being parsed
-                self.loader.pending.release(item.url)
-                self._finish_failed(previous or Held(item, result, now), LoadError.ENTITY,
-                                    f"needed {need}: {reason}")
-                return
-        needs = tuple(n for n in needs if n not in cache)
-        if not needs:  # arrived while this document was being parsed: load it again now
-            self.loader.pending.release(item.url)
-            self._in_flight += 1
-            self._work.put(_Resume(previous or Held(item, result, now)))
-            return
-        held = self.loader.hold(item, result, needs, now, previous)
-        fresh = [n for n in needs if self.frontier.push(n, LOADER, item.depth)]
-        for need in needs:
-            self.seen.add(need)
-        if fresh:
-            self._submit_many([Enqueue(n, LOADER, depth=item.depth) for n in fresh])
-        if held is None:  # memory cap: its row stays in the frontier; fetched again later
-            self.frontier.push(item.url, item.priority, item.depth, now + 60.0)
-            return
-        self._submit(SetPending(item.url, tuple(needs), held.since,
-                                f"waiting for {len(needs)} DTD/entity URL(s), "
-                                f"round {held.rounds}"))
+    def _resume_later(self, held: Held) -> None:
+        """Load a held document again on a worker (its DTDs/entities have arrived)."""
+        self._in_flight += 1
+        self._work.put(_Resume(held))
 
     def _resumed_done(self, done: _Done) -> None:
-        held = done.resumed
-        assert held is not None
-        now = self.clock.now()
-        if done.needs:
-            self._wait_for_needs(held.item, held.result, done.needs, held, now)
-            return
-        assert done.outcome is not None
-        self._finish(held, done.outcome, done.version, now)
-
-    def _finish(self, held: Held, outcome: PageOutcome, version: XmlVersion | None,
-                now: float) -> None:
-        enqueue = self._admit_children(held.item, outcome) if outcome.children else ()
-        self._record(held.item, held.result, outcome, enqueue, now, version)
-        self._submit(ClearPending(held.item.url))
-
-    def _finish_failed(self, held: Held, kind: LoadError, reason: str) -> None:
-        detail = f"{held.item.url} not loaded: {reason}"
-        self._finish(held, error_outcome(held.result, kind, detail), None, self.clock.now())
+        assert done.resumed is not None and self._needs is not None
+        self._needs.resumed(done.resumed, done.needs, done.outcome, done.version,
+                            self.clock.now())
 
     def _expire_pending(self) -> None:
-        if self.loader is not None and len(self.loader.pending):
-            for held, reason in self.loader.expire(self.clock.now()):
-                self._finish_failed(held, LoadError.TIMEOUT, reason)
-
-    def _submit_many(self, ops: list[Any]) -> None:
-        for op in ops:
-            self._submit(op)
-
+        if self._needs is not None:
+            self._needs.expire(self.clock.now())

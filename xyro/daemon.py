@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from metadata import Enqueue, JobRun, MetadataStore, SetState
+from metadata import JobRun, MetadataStore, SetState
+from xyro.admission import Source
 from xyro.activity import SummaryLine
 from xyro.app import App, CrawlParts, build_crawler
 from xyro.config import XyroConfig
-from xyro.crawl_run import SEED_PRIORITY, restore_frontier
+from xyro.crawl_run import queue_seeds, restore_frontier
 from xyro.errors import XyroError
 from xyro.logs import setup_logging
 from xyro.metrics import JobFigures, MetricsEndpoint
 from xyro.plan_job import PlannerSettings, RefreshPlanner
 from xyro.rank_run import rank_store
 from xyro.sdnotify import Notifier
+from xyro.signals import handle_signals
 from xyro.urls import canonicalize
 
 log = logging.getLogger("xyro.daemon")
@@ -96,11 +98,10 @@ class Daemon:
                 parts.close()
                 self._parts = self._store = None
 
-    def install_signals(self) -> None:
-        """SIGTERM/SIGINT stop, SIGHUP reloads (main thread only)."""
-        signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
-        signal.signal(signal.SIGINT, lambda *_: self.stop.set())
-        signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
+    def signals(self) -> AbstractContextManager[object]:
+        """SIGTERM/SIGINT stop (a second one exits at once), SIGHUP reloads; the previous
+        handlers come back when the block ends (:mod:`xyro.signals`; main thread only)."""
+        return handle_signals(self.stop, self._reload)
 
     # -- the schedule ----------------------------------------------------------------
 
@@ -159,13 +160,22 @@ class Daemon:
             return
         finally:
             conn.close()
-        frontier, submit = self._parts.crawler.frontier, self._parts.writer.submit
-        for url, priority in due:
-            frontier.push(url, priority)
-            submit(Enqueue(url, priority))
+        queued, refused = self._queue_planned(planner.offers(due))
         self.jobs.planned(planner.last_unit)
         self._due_this_unit = len(due)
-        log.info("refresh unit planned: %d pages queued", len(due))
+        log.info("refresh unit planned: %d pages queued%s", queued,
+                 f", {refused} refused by the admission" if refused else "")
+
+    def _queue_planned(self, by_priority: dict[int, list[tuple[str, int]]]) -> tuple[int, int]:
+        """The unit's pages into the live frontier, through its admission with their stored
+        depths; returns (queued or queued already, refused)."""
+        assert self._parts is not None
+        queued = refused = 0
+        for priority, items in by_priority.items():
+            sub = self._parts.crawler.frontier.submit(Source.REFRESH, items, priority)
+            queued += len(sub.queued) + sub.known
+            refused += len(sub.refused)
+        return queued, refused
 
     def _status_job(self) -> None:
         self._publish(final=False)
@@ -212,11 +222,10 @@ class Daemon:
                  f"; restart to apply: {', '.join(changed)}" if changed else "")
 
     def _add_seeds(self, seeds: Any) -> int:
+        """Queue seeds (at start, or new ones on reload); a scope derived from the seeds
+        ("the hosts of the seeds") grows with them."""
         assert self._parts is not None
-        added = 0
-        for url in seeds:
-            canonical = canonicalize(url)
-            if canonical and self._parts.crawler.add_seed(canonical, SEED_PRIORITY):
-                self._parts.writer.submit(Enqueue(canonical, SEED_PRIORITY))
-                added += 1
-        return added
+        seeds = [c for c in map(canonicalize, seeds) if c is not None]
+        frontier = self._parts.crawler.frontier
+        frontier.admission.add_seeds(seeds)
+        return queue_seeds(frontier, seeds)

@@ -1,4 +1,4 @@
-"""Per-host politeness scheduler (issue 3, item 2; DESIGN.md §7).
+"""Per-host politeness scheduler (DESIGN.md §7).
 
 Rules, for every host (the :func:`xyro.urls.host_key` unit):
 
@@ -19,6 +19,13 @@ no delay): integration tests use it to show that the politeness checks can fail.
 
 Thread-safe: every public method takes one lock (cheap next to an HTTP request), so fetch
 workers may call :meth:`finish` while the dispatcher calls :meth:`ready_host`.
+
+Each host has ONE record, :class:`HostSlot` (as Scrapy's downloader keeps one ``Slot`` per
+domain): the politeness state this scheduler keeps, and beside it what the frontier keeps
+of that host — its queue per priority level, its place in the frontier's ready heap, and
+its robots.txt state (the robots.txt fetch in flight for each of its origins, the origins
+it waits for). The scheduler holds the records (:meth:`HostScheduler.slot`); the frontier's
+fields are only touched under the frontier's lock.
 """
 
 from __future__ import annotations
@@ -26,17 +33,25 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from xyro.clock import Clock
+
+#: Priority levels of the frontier (0 most urgent); one FIFO per level in each slot.
+LEVELS = 5
 
 
 class PolitenessError(RuntimeError):
     """The engine asked for something that would break a politeness rule (an engine bug)."""
 
 
-@dataclass(slots=True)
-class _Host:
+@dataclass(slots=True, eq=False)
+class HostSlot:
+    """Everything about one host (module docstring): politeness, queues, robots.txt state."""
+
+    # -- politeness (this scheduler) --
     next_ok: float = float("-inf")  # earliest allowed start
     last_start: float = float("-inf")
     in_flight: int = 0
@@ -45,6 +60,36 @@ class _Host:
     wanted: bool = False  # the host has work for us
     token: int = -1  # sequence number of its one valid heap entry, -1 if none
     starts: int = 0
+    # -- queues (the frontier) --
+    levels: list[deque[Any] | None] | None = None  # one FIFO per level, None when empty
+    live: list[int] | None = None  # live (not stale) entries per level
+    ready_level: int | None = None  # level of the host's valid ready-heap entry
+    # -- robots.txt (the frontier; the rules themselves are in the RobotsCache) --
+    robots_inflight: dict[str, Any] | None = None  # origin → its robots.txt fetch item
+    held: set[str] | None = None  # origins whose robots.txt this host's items wait for
+
+    def best(self) -> int | None:
+        """The most urgent level with a live queued item, or None."""
+        live = self.live
+        if live is not None:
+            for level, n in enumerate(live):
+                if n:
+                    return level
+        return None
+
+    def append(self, item: Any) -> None:
+        """Queue ``item`` (with a ``priority``) at the end of its level."""
+        if self.levels is None:
+            self.levels, self.live = [None] * LEVELS, [0] * LEVELS
+        q = self.levels[item.priority]
+        if q is None:
+            q = self.levels[item.priority] = deque()
+        q.append(item)
+        self.live[item.priority] += 1  # type: ignore[index]
+
+    def clear_queues(self) -> None:
+        """Free the queues of a host left without work (the record itself stays)."""
+        self.levels = self.live = None
 
 
 class HostScheduler:
@@ -67,7 +112,7 @@ class HostScheduler:
         self.backoff_base_s = float(backoff_base_s)
         self.backoff_cap_s = float(backoff_cap_s)
         self._clock = clock
-        self._hosts: dict[str, _Host] = {}
+        self._hosts: dict[str, HostSlot] = {}
         self._heap: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._lock = threading.Lock()
@@ -75,18 +120,18 @@ class HostScheduler:
 
     # -- internals (call with the lock held) ----------------------------------------
 
-    def _get(self, host: str) -> _Host:
+    def _get(self, host: str) -> HostSlot:
         st = self._hosts.get(host)
         if st is None:
-            st = self._hosts[host] = _Host()
+            st = self._hosts[host] = HostSlot()
         return st
 
-    def _schedule(self, host: str, st: _Host, at: float) -> None:
+    def _schedule(self, host: str, st: HostSlot, at: float) -> None:
         """Give ``host`` one valid heap entry at time ``at`` (older entries become stale)."""
         st.token = next(self._seq)
         heapq.heappush(self._heap, (at, st.token, host))
 
-    def _waitable(self, st: _Host) -> bool:
+    def _waitable(self, st: HostSlot) -> bool:
         return st.wanted and (st.in_flight == 0 or not self.enforce)
 
     def _drop_stale(self) -> None:
@@ -101,6 +146,14 @@ class HostScheduler:
                 st.token = -1
 
     # -- API for the frontier / engine ------------------------------------------------
+
+    def slot(self, host: str) -> HostSlot:
+        """The one record of ``host`` (created on first use; records are never dropped)."""
+        st = self._hosts.get(host)
+        if st is None:
+            with self._lock:
+                st = self._get(host)
+        return st
 
     def want(self, host: str) -> None:
         """``host`` has work: schedule it at its next allowed time (idempotent)."""

@@ -1,4 +1,4 @@
-"""robots.txt cache per RFC 9309, parsed with protego (issue 3, item 2; DESIGN.md §7).
+"""robots.txt cache per RFC 9309, parsed with protego (DESIGN.md §7).
 
 Keyed by origin "scheme://host[:port]" (:func:`xyro.urls.robots_origin`): RFC 9309 §2.3 says
 a robots.txt governs only its own scheme, host and port. The engine fetches

@@ -1,13 +1,12 @@
-"""Canonical URLs, the politeness unit, crawl scope and trap defences (issue 3, item 3).
+"""Canonical URLs, the politeness unit, crawl scope and trap defences (DESIGN.md §2, §7).
 
 Every URL that reaches the frontier went through :func:`canonicalize`, so one resource has
 one spelling (the seen-set and the metadata store key on it). :class:`Scope` decides what
 the crawl wants; :class:`TrapGuard` refuses URL shapes that generate endless pages (repeated
 path segments, query explosion, calendars) and caps pages per host per time unit.
 
-Suggested order in the engine for a discovered link: ``canonicalize`` → ``Scope.check`` →
-``url in seen`` → ``TrapGuard.check`` (counts toward the host budget) → ``seen.add`` →
-``frontier.push``.
+Both are used through :class:`xyro.admission.Admission`, the one admission every producer
+of the frontier passes (DESIGN.md §2).
 """
 
 from __future__ import annotations
@@ -227,11 +226,24 @@ def _compile(patterns: Iterable[str], kind: str) -> list[re.Pattern[str]]:
     return out
 
 
+def _seed_hosts(seeds: Iterable[str]) -> list[str]:
+    hosts = []
+    for seed in seeds:
+        canon = canonicalize(seed)
+        if canon is None:
+            raise ValueError(f"seed {seed!r} is not a crawlable http(s) URL")
+        hosts.append(_split_authority(canon)[1])
+    return hosts
+
+
 class _DomainSet:
     """Domains matching themselves and their subdomains; lookup walks the host's suffixes."""
 
     def __init__(self, domains: Iterable[str]) -> None:
         self._domains = {_normalize_domain(d) for d in domains}
+
+    def union(self, domains: Iterable[str]) -> _DomainSet:
+        return _DomainSet([*self._domains, *domains])
 
     def __bool__(self) -> bool:
         return bool(self._domains)
@@ -246,7 +258,7 @@ class _DomainSet:
 
 
 class Scope:
-    """What the crawl wants: domains, URL patterns and link depth (issue 3, item 3).
+    """What the crawl wants: domains, URL patterns and link depth (DESIGN.md §2, §7).
 
     Empty ``allowed_domains`` means the seeds' hosts. A domain also allows its subdomains.
     Denied domains win over allowed ones; ``deny_patterns`` (regex search on the canonical
@@ -264,12 +276,11 @@ class Scope:
         max_depth: int | None = None,
     ) -> None:
         allowed = list(allowed_domains)
-        if not allowed:
-            for seed in seeds:
-                canon = canonicalize(seed)
-                if canon is None:
-                    raise ValueError(f"seed {seed!r} is not a crawlable http(s) URL")
-                allowed.append(_split_authority(canon)[1])
+        # Empty allowed_domains: the seeds' hosts. Such a scope grows with the seeds and
+        # never refuses a seed itself (see :meth:`check`).
+        self.derived = not allowed
+        if self.derived:
+            allowed = _seed_hosts(seeds)
         if max_depth is not None and max_depth < 0:
             raise ValueError(f"scope max_depth must be >= 0, got {max_depth}")
         self._allowed = _DomainSet(allowed)
@@ -278,8 +289,18 @@ class Scope:
         self._deny = _compile(deny_patterns, "deny")
         self.max_depth = max_depth
 
-    def check(self, url: str, depth: int) -> str | None:
-        """None if ``url`` (canonical) at link ``depth`` is in scope, else the reason why not."""
+    def add_seeds(self, seeds: Iterable[str]) -> None:
+        """Seeds added while running: their hosts join a scope derived from the seeds."""
+        if self.derived:
+            # A new set replaces the old one: readers on other threads see one or the other.
+            self._allowed = self._allowed.union(_seed_hosts(seeds))
+
+    def check(self, url: str, depth: int, seed: bool = False) -> str | None:
+        """None if ``url`` (canonical) at link ``depth`` is in scope, else the reason why not.
+
+        ``seed``: the URL is a seed; the domains derived from the seeds do not refuse it
+        (configured ``allowed_domains``, denied domains and patterns still do).
+        """
         if self.max_depth is not None and depth > self.max_depth:
             return f"depth {depth} exceeds max_depth {self.max_depth}"
         try:
@@ -289,7 +310,7 @@ class Scope:
         host = host.strip("[]") if host.startswith("[") else host
         if self._denied.matches(host):
             return f"host {host} is in a denied domain"
-        if self._allowed and not self._allowed.matches(host):
+        if self._allowed and not (seed and self.derived) and not self._allowed.matches(host):
             return f"host {host} is outside the allowed domains"
         for pat in self._deny:
             if pat.search(url):
@@ -305,7 +326,7 @@ _YEAR_PARAM = re.compile(r"(?:^|[?&;])(?:year|yr|y|date|month|day)=([12]\d{3})(?
 
 
 class TrapGuard:
-    """Defences against crawler traps (issue 3, item 3).
+    """Defences against crawler traps (DESIGN.md §2, §7).
 
     Pure URL checks: length; a block of 1..``max_block`` path segments repeated
     consecutively more than ``max_repeated_segments`` times (/a/b/a/b/a/b/...); more than
@@ -364,6 +385,10 @@ class TrapGuard:
         reason = self.check_shape(url)
         if reason is not None:
             return reason
+        return self.check_budget(url, count)
+
+    def check_budget(self, url: str, count: bool = True) -> str | None:
+        """The per-host budget of :meth:`check` alone; counts ``url`` if admitted."""
         try:
             host = host_key(url)
         except ValueError:

@@ -44,7 +44,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     make_v1_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 3
+        assert store.schema_version == CURRENT_VERSION == 4
         assert store.url_ids(URLS, create=False) == [1, 2, 3, 4]
         g = store.export_graph()
         assert g.indptr.tolist() == [0, 3, 4, 4, 4]
@@ -58,7 +58,8 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
         assert store.url_ids(["http://c.example/"], create=False) == [5]
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT version, name FROM migrations ORDER BY version").fetchall() == [
-        (1, "initial schema"), (2, MIGRATIONS[2][0]), (3, MIGRATIONS[3][0])]
+        (1, "initial schema"), (2, MIGRATIONS[2][0]), (3, MIGRATIONS[3][0]),
+        (4, MIGRATIONS[4][0])]
     assert conn.execute("SELECT n, length(children) FROM links ORDER BY src").fetchall() == [
         (3, 12), (1, 4)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -114,7 +115,7 @@ def test_v2_file_gets_the_partial_hash_index(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
     make_v2_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == CURRENT_VERSION
         assert store.url_ids([URLS[1], URLS[0], "http://new.example/"]) == [2, 1, 3]
         conn = store.read_connection()
         assert validators(conn, URLS[0]) == ('"e1"', None, "html")
@@ -130,3 +131,68 @@ def test_v2_file_gets_the_partial_hash_index(tmp_path: Path) -> None:
                            "WHERE hash IS NOT NULL AND first_access IS NOT NULL").fetchone()[0]
     conn.close()
     assert sql.endswith("WHERE first_access IS NOT NULL") and indexed == 1
+
+
+def make_v3_file(path: Path) -> None:
+    """A version-3 file: a fetched page filed in a folder, unread and refused links."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")
+    for version in (1, 2, 3):
+        MIGRATIONS[version][1](conn)
+        conn.execute("INSERT INTO migrations VALUES (?, ?, 0)", (version, MIGRATIONS[version][0]))
+    conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'a.example')")
+    conn.execute("INSERT INTO urls (id, hash, host_id, url, type, first_access, last_access, "
+                 "accesses, rate, rate_source, due_unit, interval_units) VALUES "
+                 "(1, ?, 1, ?, 'html', 5.0, 5.0, 1, 0.001, 'prior', 7, 2.0)",
+                 (url_hash(URLS[0]), URLS[0]))
+    for i, (url, kind, imp) in enumerate([(URLS[1], "unread", 0.5), (URLS[2], "unread", 2.0),
+                                          (URLS[3], "refused", 9.0)], 2):
+        conn.execute("INSERT INTO urls (id, hash, host_id, depth, url, type, importance) "
+                     "VALUES (?, ?, 1, 1, ?, ?, ?)", (i, url_hash(url), url, kind, imp))
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def schema_of(path: Path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    rows = [(t, n, " ".join((sql or "").split())) for t, n, sql in conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+        "ORDER BY type, name")]
+    rows += [("column", *c[1:3]) for c in conn.execute("PRAGMA table_info(urls)")]
+    conn.close()
+    return rows
+
+
+def test_v3_file_gets_the_weight_key_and_the_unread_index(tmp_path: Path) -> None:
+    from metadata import refresh_queries as rq
+
+    path = tmp_path / "v3.db"
+    make_v3_file(path)
+    with MetadataStore.open(path) as store:
+        assert store.schema_version == CURRENT_VERSION == 4
+        conn = store.read_connection()
+        assert conn.execute("SELECT due_unit, weight, rate FROM urls WHERE id = 1"
+                            ).fetchone() == (7, None, 0.001)
+        assert rq.unread_ranked(conn, 10) == [3, 2]  # by importance; the refused one left out
+        indexed = conn.execute("SELECT count(*) FROM urls INDEXED BY urls_unread "
+                               "WHERE type = 'unread'").fetchone()[0]
+        conn.close()
+    assert indexed == 2
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT max(version), name FROM migrations").fetchone() == (
+        4, MIGRATIONS[4][0])
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_fresh_and_migrated_files_have_the_same_schema(tmp_path: Path) -> None:
+    MetadataStore.open(tmp_path / "fresh.db").close()
+    make_v1_file(tmp_path / "v1.db")
+    make_v3_file(tmp_path / "v3.db")
+    for name in ("v1.db", "v3.db"):
+        MetadataStore.open(tmp_path / name).close()
+        assert schema_of(tmp_path / name) == schema_of(tmp_path / "fresh.db"), name
+    names = {n for _, n, _ in schema_of(tmp_path / "fresh.db")}
+    assert {"urls_weight", "urls_unread", "urls_due", "weight"} <= names

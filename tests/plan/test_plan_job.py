@@ -9,7 +9,7 @@ import pytest
 
 from metadata import MetadataStore, SetRefresh, SetState
 from metadata import refresh_queries as rq
-from refresh import ChangeObservations, signature_rate
+from refresh import ChangeObservations, folders_after, signature_rate
 from xyro.clock import ManualClock
 from xyro.frontier import DISCOVERY, REFRESH
 from xyro.plan_job import RefreshPlanner, WATERMARK_KEY, summary
@@ -75,7 +75,8 @@ def test_folders_are_last_access_plus_interval(store, fill, kit, planner) -> Non
     plan = planner(store, [], now_unit=0.0).plan(unit=0 + int(START // UNIT))
     for url, times in pages.items():
         k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
-        expected = max(math.floor(times[-1] / UNIT + plan.intervals[k]), plan.unit)
+        expected = max(int(folders_after([times[-1]], [plan.intervals[k]], UNIT)[0]),
+                       plan.unit)
         assert plan.due[k] == expected
     assert plan.refile.all()
 
@@ -165,7 +166,8 @@ def test_new_observations_refile_only_those_pages(store, fill, kit, planner) -> 
     assert plan.n_estimated == 1
     k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
     assert plan.sources[k] == "signature-mle" and plan.refile[k]
-    assert plan.due[k] == max(math.floor(20.5 + START / UNIT + plan.intervals[k]), unit)
+    t = START + UNIT * 20.5
+    assert plan.due[k] == max(int(folders_after([t], [plan.intervals[k]], UNIT)[0]), unit)
 
 
 def test_floor_means_never_refreshed_and_explain_says_so(store, fill, kit, planner) -> None:
