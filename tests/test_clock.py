@@ -31,3 +31,13 @@ def test_wait_returns_early_on_stop() -> None:
     assert AcceleratedClock(0.0, 1.0).wait(3600.0, stop) is True
     assert WallClock().wait(3600.0, stop) is True
     assert ManualClock().wait(10.0, stop) is True
+
+
+def test_unit_index_is_the_floor_of_time_over_the_unit() -> None:
+    from xyro.clock import unit_index
+
+    assert unit_index(86_399.9, 86_400.0) == 0 and unit_index(86_400.0, 86_400.0) == 1
+    assert unit_index(-0.5, 1.0) == -1
+    import pytest
+    with pytest.raises(ValueError, match="unit_s"):
+        unit_index(1.0, 0.0)

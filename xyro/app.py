@@ -29,7 +29,7 @@ from xyro.loader.stage import LoaderStage
 from xyro.robots import RobotsCache
 from xyro.seenset import SeenSet
 from xyro.urls import Scope, TrapGuard
-from xyro.clock import Clock, WallClock
+from xyro.clock import Clock, WallClock, unit_index
 from xyro.config import XyroConfig
 from xyro.errors import AccessError, XyroError
 from xyro.affinity import pin_process
@@ -52,7 +52,7 @@ class App:
 
     def current_unit(self) -> int:
         """Index of the current refresh time unit (folder number, DESIGN.md §6)."""
-        return int(self.clock.now() // self.time_unit_s)
+        return unit_index(self.clock.now(), self.time_unit_s)
 
     def open_store(self, *, create: bool = False, read_only: bool = False) -> MetadataStore:
         """Open the metadata database.

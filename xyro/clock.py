@@ -16,6 +16,17 @@ import time
 from typing import Protocol
 
 
+def unit_index(t_s: float, unit_s: float) -> int:
+    """The refresh time unit (folder number) that time ``t_s`` falls in: ⌊t/unit⌋.
+
+    The one definition of "the current unit" (DESIGN.md §6): the planner, ``xyro status``
+    and the trap guard's per-unit page budget all ask here.
+    """
+    if not unit_s > 0:
+        raise ValueError(f"unit_s {unit_s!r} must be positive")
+    return int(t_s // unit_s)
+
+
 class Clock(Protocol):
     """What components need of time: read it, and wait on it interruptibly."""
 

@@ -45,7 +45,6 @@ import json
 import math
 import secrets
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from refresh import (AccessHistory, RateEstimate, RateSource, RateSum, UnitFetch
                      refresh_intervals, refresh_weights)
 from refresh.folders import folders_after
 from refresh.waterlevel import Family, WaterLedger, WaterLevel
-from xyro.clock import Clock
+from xyro.clock import Clock, unit_index
 from xyro.config import RefreshConfig
 from xyro.errors import XyroError
 from xyro.frontier import DISCOVERY, REFRESH
@@ -333,7 +332,7 @@ class RefreshPlanner:
 
     # -- time ------------------------------------------------------------------------------
     def current_unit(self) -> int:
-        return int(self._clock.now() // self._s.time_unit_s)
+        return unit_index(self._clock.now(), self._s.time_unit_s)
 
     # -- estimation ------------------------------------------------------------------------
     def _history(self, rows: list[tuple[float, int, float | None]]) -> AccessHistory:
@@ -537,7 +536,6 @@ class RefreshPlanner:
         """Plan (from the folders, or a full scan when the ledger must be rebuilt), write the
         refresh data, and return the unit's (url, priority) list."""
         started = self._clock.now()
-        t0 = time.monotonic()
         unit = self.current_unit() if unit is None else int(unit)
         with _snapshot(self._conn):
             ledger, jobs = self._valid_ledger()
@@ -545,7 +543,7 @@ class RefreshPlanner:
                 self._advance(ledger, unit, jobs)
             fetch_list, fetch = self._compose(unit, work.due)
         self._write(work, fetch)
-        seconds = time.monotonic() - t0
+        seconds = self._clock.now() - started  # on the injected clock, as JobRun's times
         led = work.ledger
         self._submit(JobRun("plan", started, self._clock.now(), "ok",
                             f"unit {unit}: {led.planned} planned, {work.n_estimated} "

@@ -11,7 +11,6 @@ the writer never turns all n values into Python objects at once), and records th
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -100,7 +99,6 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
                progress: ProgressFn | None = None, top: int = 10) -> RankSummary:
     """Rank ``store``'s graph; results and the job record go through ``submit`` (the writer)."""
     started = app.clock.now()
-    t0 = time.monotonic()
     n, m = store.graph_counts()
     if n == 0:
         raise XyroError(f"the database {app.database_path} holds no pages yet: crawl "
@@ -118,8 +116,9 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
     ids = np.arange(1, n + 1, dtype=np.int64)  # URL ids are dense 1..n, row k = id k + 1
     interest = report.interest if report.interest_iterations else None
     _write_back(submit, ids, report.importance, interest)
-    submit(JobRun("rank", started, app.clock.now(), "ok",
-                  f"{n} pages, {m} links, {time.monotonic() - t0:.1f} s"))
+    finished = app.clock.now()  # durations on the injected clock, as JobRun's times
+    submit(JobRun("rank", started, finished, "ok",
+                  f"{n} pages, {m} links, {finished - started:.1f} s"))
     tops = [_top(store.url_of, ids, values, top) for values in (report.importance, interest)]
     return RankSummary(n, m, report, tops[0], tops[1])
 

@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
 
-from xyro.clock import Clock
+from xyro.clock import Clock, unit_index
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 2048
@@ -393,7 +393,7 @@ class TrapGuard:
             host = host_key(url)
         except ValueError:
             return "not an http(s) URL with a host"
-        unit = int(self._clock.now() // self.unit_s)
+        unit = unit_index(self._clock.now(), self.unit_s)
         if unit != self._unit:
             self._unit, self._pages = unit, {}
         used = self._pages.get(host, 0)
