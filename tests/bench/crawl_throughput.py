@@ -1,4 +1,4 @@
-"""Crawl throughput: Xyro against Scrapy over the same synthetic web (issue 3, benchmark bar).
+"""Crawl throughput: Xyro against Scrapy over the same synthetic web (DESIGN.md §7 politeness on).
 
     .venv/bin/python tests/bench/crawl_throughput.py [--quick] [--hosts 50] [--pages 20000]
         [--budget N] [--workers 64] [--profile FILE]

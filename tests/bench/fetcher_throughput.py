@@ -1,4 +1,4 @@
-"""Throughput of the bare Fetcher against a fast local server (informative, issue 3 item 1).
+"""Throughput of the bare Fetcher against a fast local server (informative).
 
 Runs a minimal asyncio HTTP/1.1 keep-alive server in a child process (so it does not share
 our GIL), then fetches the same pages with N threads through

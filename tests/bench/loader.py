@@ -1,4 +1,4 @@
-"""Loader throughput (issue 4 bar): N XML documents of ~20 KB sharing one external DTD,
+"""Loader throughput: N XML documents of ~20 KB sharing one external DTD,
 loaded with and without DTD validation and canonical (C14N 2.0) signatures.
 
 Each document goes through ``xyro.loader.load_document`` exactly as in a crawl: safe

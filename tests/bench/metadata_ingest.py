@@ -1,4 +1,4 @@
-"""Benchmark: ingest fetched pages through the real metadata Writer (issue 2's bar).
+"""Benchmark: ingest fetched pages through the real metadata Writer (DESIGN.md §4).
 
 Simulates a breadth-first crawl: page k is URL k; each fetched page has ``--links`` children,
 ``--new-share`` of them brand-new URLs (created as unread rows with host and depth, and

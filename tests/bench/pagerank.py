@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python tests/bench/pagerank.py [--quick]`` (heavy: run under ``nice -n 10``).
 Prints ONE JSON line on stdout; progress goes to stderr.
 
-What is measured (issue 5's bar), each peer on the same graph in the same run:
+What is measured, each peer on the same graph in the same run:
 - graphs: LAW cnr-2000 (real web graph) and a synthetic power-law graph (5M pages / 50M
   links; ``--quick``: 50k / 500k, and cnr-2000 is skipped);
 - ``teleport`` PageRank, damping 0.85, uniform teleport: the variant all three compute;
