@@ -48,3 +48,17 @@ def machine(**extras: object) -> dict[str, object]:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "ram_gb": ram_gb(),
             "python": platform.python_version(), "load_avg_1min_at_start": _LOAD_AT_IMPORT,
             **extras}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM), in MB; NaN where /proc is unavailable.
+
+    VmHWM rather than ru_maxrss: the latter carries the parent's peak over fork + exec.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return float("nan")

@@ -28,21 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
+from benchmachine import machine, peak_rss_mb  # a sibling script module (tests/bench is sys.path[0])
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from refresh import Folders, due_by_scan, due_folders  # noqa: E402
-
-
-def peak_rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return float("nan")
 
 
 def measure(n: int, g: int, units: int, seed: int) -> dict[str, object]:

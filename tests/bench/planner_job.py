@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
+from benchmachine import machine, peak_rss_mb  # a sibling script module (tests/bench is sys.path[0])
 
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.urlkeys import url_hash
@@ -138,16 +138,6 @@ class Crawl:
             writer.submit(FetchRecord(url, float(t), kind, http_status=200,
                                       signature=b"v%d" % (unit if ch else 0), children=kids))
         writer.flush()
-
-
-def peak_rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return float("nan")
 
 
 def measure(n: int, g: int, share: float, units: int, seed: int, root: Path) -> dict:
