@@ -14,7 +14,8 @@ the configuration. The checks, in order (cheapest and most telling first):
 
 Which of them a producer passes depends on what it is (:data:`RULES`): the loader's DTDs
 live on other hosts, so loader needs skip depth, suffix and scope but not the scheme and the
-trap shapes; seeds pass the scope's explicit domain lists, while the default "hosts of the
+trap shapes; publication sources (sitemaps, feeds) skip the suffix list and the host
+budget; seeds pass the scope's explicit domain lists, while the default "hosts of the
 seeds" cannot refuse a seed; refreshes and restored rows were counted against the host
 budget when they were first admitted. robots.txt is not checked here: it needs a fetch, and
 the frontier asks for it before any other request to an origin.
@@ -47,6 +48,7 @@ class Source(str, enum.Enum):
     LOADER = "loader"        # DTDs and entities a document waits for
     RESTORE = "restore"      # persisted frontier rows read back at start
     SITEMAP = "sitemap"      # URLs listed by sitemaps and feeds
+    PUBLICATION = "publication"  # sitemaps and feeds themselves (config, robots.txt, indexes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,10 @@ RULES: dict[Source, Rules] = {
     Source.DISCOVERY: Rules(budget=True),
     Source.REDIRECT: Rules(budget=True),
     Source.SITEMAP: Rules(budget=True),
+    # A site's own announcement of its sitemaps (003 §3, the push channel): scheme, scope,
+    # depth and trap shapes hold; no suffix list (sitemap.xml.gz) and no host budget (a
+    # handful per host, re-read on a schedule, must not be crowded out by its pages).
+    Source.PUBLICATION: Rules(suffix=False),
     Source.REFRESH: Rules(),
     Source.RESTORE: Rules(),
     # DTDs and entities live on other hosts and at any depth; the shape checks still hold.

@@ -26,6 +26,9 @@ from xyro.frontier import Frontier
 from xyro.hosts import HostScheduler
 from xyro.loader import LoaderSettings, Warehouse
 from xyro.loader.stage import LoaderStage
+from xyro.publication import PublishedDateTrusts
+from xyro.published import PublishedDates
+from xyro.publishing import PublicationChannel
 from xyro.robots import RobotsCache
 from xyro.seenset import SeenSet
 from xyro.urls import Scope, TrapGuard
@@ -204,7 +207,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                max_url_length=limits.max_url_length,
                                max_redirects=limits.max_redirects),
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
-        host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s))
+        host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s),
+        publication=build_publication(app))
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
 
@@ -223,6 +227,15 @@ def build_admission(app: App) -> Admission:
                   max_pages_per_host_per_unit=traps.max_pages_per_host_per_unit,
                   unit_s=cfg.refresh.time_unit_s),
         frozenset(cfg.crawler.skip_suffixes))
+
+
+def build_publication(app: App) -> PublicationChannel:
+    """The crawl's sitemaps, feeds and published dates, with the configured trust rule
+    (paper 003 §3, DESIGN.md §6); one per crawl, its trust learnt while it runs."""
+    pub = app.config.publication
+    return PublicationChannel(PublishedDates(PublishedDateTrusts(
+        window=pub.trust_window, min_observations=pub.trust_min_observations,
+        max_disagreement=pub.trust_max_disagreement, tolerance_s=pub.trust_tolerance_s)))
 
 
 def robots_token(user_agent_product: str) -> str:
@@ -244,7 +257,7 @@ class _ThreadReaders:
         return conn
 
     def validators(self, url: str) -> Validators:
-        return crawl_queries.validators(self._conn(), url)
+        return crawl_queries.prior_fetch(self._conn(), url)
 
     def latest_version(self, url: str) -> tuple[bytes | None, bytes, str] | None:
         return versions.latest_version(self._conn(), url)

@@ -276,6 +276,22 @@ class RefreshConfig(_Section):
         return self
 
 
+class PublicationConfig(_Section):
+    """Sitemaps and feeds, the push channel (003 §3), and when their dates are believed
+    (:class:`xyro.publication.PublishedDateTrust`, DESIGN.md §6)."""
+
+    refresh_s: float = Field(86400.0, gt=0)
+    trust_window: int = Field(50, ge=1)
+    trust_min_observations: int = Field(5, ge=1)
+    trust_max_disagreement: float = Field(0.2, ge=0, lt=1)
+    trust_tolerance_s: float = Field(2.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PublicationConfig:
+        _require_le(self, "trust_min_observations", "trust_window")
+        return self
+
+
 class RankingConfig(_Section):
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
@@ -342,6 +358,7 @@ class XyroConfig(_Section):
     scope: ScopeConfig = ScopeConfig()
     crawler: CrawlerConfig = CrawlerConfig()
     refresh: RefreshConfig = RefreshConfig()
+    publication: PublicationConfig = PublicationConfig()
     ranking: RankingConfig = RankingConfig()
     loader: LoaderConfig = LoaderConfig()
     storage: StorageConfig = StorageConfig()

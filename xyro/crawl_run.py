@@ -17,7 +17,7 @@ from xyro.activity import refused_private
 from xyro.admission import Source
 from xyro.app import App, CrawlParts, build_crawler
 from xyro.errors import UsageError
-from xyro.crawler import CrawlSummary
+from xyro.crawler import Crawler, CrawlSummary
 from xyro.frontier import URGENT, Frontier
 from xyro.metrics import serve_metrics
 from xyro.signals import handle_signals
@@ -50,6 +50,7 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
             resumed = restore_frontier(store, crawler,
                                        app.config.scope.allow_private_addresses)
             seeded = queue_seeds(crawler.frontier, app.config.seeds)
+            seeded += queue_sitemaps(crawler, app.config.sitemaps)
             if resumed + seeded == 0:
                 _nothing_queued(store, crawler, bool(app.config.seeds))
             log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
@@ -73,6 +74,20 @@ def queue_seeds(frontier: Frontier, seeds: Iterable[str]) -> int:
     submitted = frontier.submit(Source.SEED, canonical, SEED_PRIORITY)
     for offer, refusal in submitted.refused:
         log.warning("seed %s refused (%s); check the scope keys of the configuration",
+                    offer.url, refusal)
+    return len(submitted.queued)
+
+
+def queue_sitemaps(crawler: Crawler, sitemaps: Iterable[str]) -> int:
+    """Offer the configured sitemaps (the ``sitemaps`` key) to the frontier as publication
+    sources (paper 003 §3); known ones are skipped and re-read on the daemon's schedule.
+    Returns how many were queued."""
+    canonical = [c for c in map(canonicalize, sitemaps) if c is not None]
+    if not canonical:
+        return 0
+    submitted = crawler.publication.offer(crawler.frontier, canonical)
+    for offer, refusal in submitted.refused:
+        log.warning("sitemap %s refused (%s); check the scope keys of the configuration",
                     offer.url, refusal)
     return len(submitted.queued)
 

@@ -12,7 +12,9 @@ re-queues exactly what was not done.
 
 Policies live in their own modules: 429/503 retries (:mod:`xyro.retry_policy`), redirects
 followed through the frontier (:mod:`xyro.redirects`), documents waiting for their DTDs
-(:mod:`xyro.loader_needs`, one more producer of the frontier).
+(:mod:`xyro.loader_needs`, one more producer of the frontier), sitemaps and feeds
+(:mod:`xyro.publishing`: recognised and parsed in the worker, their pages and dates handed
+to the frontier and the trust record on the dispatcher; paper 003 §3).
 
 Stopping (SIGTERM, a page or time budget): no new work is dispatched; in-flight fetches
 finish (each is bounded by the fetch deadline) or, if the stop cut them short, are given
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metadata import FetchRecord, PageType, XmlVersion
+from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
 from xyro.activity import HostWarnings
 from xyro.admission import Source
 from xyro.clock import Clock
@@ -39,6 +42,7 @@ from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
 from xyro.loader_needs import LoaderNeeds
 from xyro.page import PageOutcome, analyse
+from xyro.publishing import Publication, PublicationChannel, read_publication, sniff_publication
 from xyro.records import ErrorKind, FetchResult
 from xyro.redirects import Redirects
 from xyro.retry_policy import RetryPolicy
@@ -54,8 +58,8 @@ UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, Er
 #: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
 HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS})
 
-#: (etag, last_modified, known type) of a URL already fetched, for conditional GET.
-Validators = tuple[str | None, float | None, PageType | None]
+#: A URL's previous fetch (validators for conditional GET, access time and signature).
+Validators = PriorFetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,8 @@ class _Done:
     needs: tuple[str, ...] = ()  # an XML document waiting for these DTDs/entities
     version: XmlVersion | None = None
     resumed: Held | None = None  # a pending document loaded again (its fetch is done)
+    prior: PriorFetch = NEVER_FETCHED  # the page's previous fetch, for its change date
+    publication: Publication | None = None  # the body was a sitemap or a feed
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +108,11 @@ class Crawler:
                  clock: Clock, settings: CrawlSettings, stats: CrawlStats | None = None,
                  loader: LoaderStage | None = None,
                  fetch_for_loader: Callable[..., FetchResult] | None = None,
-                 host_warnings: HostWarnings | None = None) -> None:
+                 host_warnings: HostWarnings | None = None,
+                 publication: PublicationChannel | None = None) -> None:
         """``submit``: the metadata writer's, for what is not a frontier move (XML versions,
-        loading status); the frontier records the pages and their moves itself."""
+        loading status); the frontier records the pages and their moves itself.
+        ``publication``: the crawl's sitemaps, feeds and published dates (one per crawl)."""
         self.frontier = frontier
         self._fetch = fetch
         self._fetch_robots = fetch_robots
@@ -115,6 +123,7 @@ class Crawler:
         self.stats = stats or CrawlStats()
         self.loader = loader
         self._host_warnings = host_warnings
+        self.publication = publication or PublicationChannel()
         # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
         self._fetch_for_loader = fetch_for_loader or fetch
         self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
@@ -192,6 +201,7 @@ class Crawler:
         if self.loader is not None:
             snap["loader_pending"] = len(self.loader.pending)
             snap["loader_cached"] = len(self.loader.cache)
+        snap["publication"] = self.publication.snapshot()
         return snap
 
     def _stop_reason(self, stop: threading.Event, deadline: float | None,
@@ -272,18 +282,22 @@ class Crawler:
             return _Done(item, result, analyse(result, None, self.settings.follow_nofollow,
                                                self.settings.max_url_length),
                          version=loader.store_entity(item.url, result) if ok else None)
-        etag, last_modified, known_type = self._validators(item.url)
-        result = self._fetch(item.url, etag=etag, last_modified=last_modified, stop=self._stop)
-        outcome = analyse(result, known_type, self.settings.follow_nofollow,
+        prior = self._validators(item.url)
+        result = self._fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
+                             stop=self._stop)
+        outcome = analyse(result, prior.page_type, self.settings.follow_nofollow,
                           self.settings.max_url_length)
         if loader is not None and outcome.page_type == PageType.DTD:
-            return _Done(item, result, outcome, version=loader.store_entity(item.url, result))
+            return _Done(item, result, outcome, version=loader.store_entity(item.url, result),
+                         prior=prior)
+        publication = _publication(item, result, outcome)
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
             loaded = loader.load(item.url, result)
             if loaded.outcome is None:
-                return _Done(item, result, outcome, needs=loaded.needs)
-            return _Done(item, result, loaded.outcome, version=loaded.version)
-        return _Done(item, result, outcome)
+                return _Done(item, result, outcome, needs=loaded.needs, prior=prior)
+            return _Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
+                         publication=publication)
+        return _Done(item, result, outcome, prior=prior, publication=publication)
 
     def _resume(self, held: Held) -> _Done:
         """Load a held document again (worker thread); errors become ERROR outcomes."""
@@ -320,6 +334,8 @@ class Crawler:
         now = self.clock.now()
         status = result.status if result.error_kind in (None, ErrorKind.HTTP_STATUS) else None
         self.frontier.robots.store(item.origin, status, result.body, now)
+        if status is not None and status < 300:
+            self.publication.offer_robots(self.frontier, item.origin)
         # A robots.txt 404 is an answer (allow all), not a failure to back off from.
         failed = status is None or status >= 500 or status == 429
         self.frontier.done(item, result.retry_after_s, error=failed, now=now,
@@ -348,15 +364,23 @@ class Crawler:
             needs.wait(item, result, done.needs, None, now)
             return
         self._record(item, result, self._redirects.outcome(item.url, result, outcome), now,
-                     done.version)
+                     done.version, done.prior)
+        if done.publication is not None:
+            # Read when its body was complete: a date stamped by the server while answering
+            # is no later than that (the fetch start would make it look like the future).
+            self.publication.read(self.frontier, item.host, item.depth, done.publication,
+                                  result.finished_at or now)
 
     def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
-                now: float, version: XmlVersion | None = None) -> None:
+                now: float, version: XmlVersion | None = None,
+                prior: PriorFetch = NEVER_FETCHED) -> None:
         """Complete ``item`` with its page record; the frontier admits its links."""
+        fetched_at = result.started_at or now
         record = FetchRecord(
-            url=item.url, fetched_at=result.started_at or now, page_type=outcome.page_type,
+            url=item.url, fetched_at=fetched_at, page_type=outcome.page_type,
             http_status=result.status, signature=outcome.signature,
-            not_modified=result.not_modified, last_modified=result.last_modified,
+            not_modified=result.not_modified,
+            last_modified=self._change_date(item.url, result, outcome, prior, fetched_at),
             etag=result.etag, children=tuple(c.url for c in outcome.children),
             error_kind=outcome.error_kind, error_detail=outcome.error_detail,
             content_type=result.content_type, size=len(result.body))
@@ -377,6 +401,19 @@ class Crawler:
                         result.not_modified, result.status, result.elapsed_s)
         if outcome.error_kind is not None and self._host_warnings is not None:
             self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
+
+    def _change_date(self, url: str, result: FetchResult, outcome: PageOutcome,
+                     prior: PriorFetch, fetched_at: float) -> float | None:
+        """The observation's change date: the server's Last-Modified, else a trusted
+        published date (DESIGN.md §6); the interval since the previous fetch is judged
+        against the listed date on the way (changed: the signature the writer compares)."""
+        changed: bool | None = None
+        if result.not_modified:
+            changed = False
+        elif outcome.signature is not None and prior.signature is not None:
+            changed = outcome.signature != prior.signature
+        return self.publication.change_date(url, prior.last_access, fetched_at, changed,
+                                            result.last_modified)
 
     def _count(self, submitted: Submitted) -> None:
         if submitted.new:
@@ -428,3 +465,15 @@ class Crawler:
     def _expire_pending(self) -> None:
         if self._needs is not None:
             self._needs.expire(self.clock.now())
+
+
+def _publication(item: FrontierItem, result: FetchResult,
+                 outcome: PageOutcome) -> Publication | None:
+    """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff is a
+    regular expression over its first bytes, the parse bounded; paper 003 §3)."""
+    if outcome.page_type != PageType.XML or result.not_modified or not result.body:
+        return None
+    kind = sniff_publication(result.body)
+    if kind is None:
+        return None
+    return read_publication(result.body, result.final_url or item.url, kind)

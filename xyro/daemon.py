@@ -3,7 +3,8 @@
 The crawl engine runs in the main thread and never stops on an empty frontier (the periodic
 jobs and SIGHUP may add work). APScheduler 3 (a BackgroundScheduler in UTC, coalescing,
 one instance per job) runs the refresh planner once per time unit (its due folder goes
-into the live frontier), the ranking job every ``ranking.schedule_s``, and a status job
+into the live frontier), the ranking job every ``ranking.schedule_s``, a re-read of every
+known sitemap and feed every ``publication.refresh_s`` (paper 003 §3), and a status job
 that publishes the crawl counters to the database (``xyro status``) and to systemd
 (``STATUS=``). Schedules run on the wall clock; with an accelerated clock their intervals
 are divided by its speed so that they keep their place on the simulated time line.
@@ -29,7 +30,7 @@ from xyro.admission import Source
 from xyro.activity import SummaryLine
 from xyro.app import App, CrawlParts, build_crawler
 from xyro.config import XyroConfig
-from xyro.crawl_run import queue_seeds, restore_frontier
+from xyro.crawl_run import queue_seeds, queue_sitemaps, restore_frontier
 from xyro.errors import XyroError
 from xyro.logs import setup_logging
 from xyro.metrics import JobFigures, MetricsEndpoint
@@ -82,6 +83,7 @@ class Daemon:
                 resumed = restore_frontier(store, parts.crawler,
                                            self.app.config.scope.allow_private_addresses)
                 seeded = self._add_seeds(self.app.config.seeds)
+                seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
                 scheduler.start()
                 self.notifier.ready(f"crawling; {resumed + seeded} URLs queued")
@@ -114,6 +116,8 @@ class Daemon:
         scheduler.add_job(self._plan_job, id="plan-now")  # no trigger: once, at start
         scheduler.add_job(self._plan_job, "interval", id="plan",
                           seconds=max(1.0, self.app.config.refresh.time_unit_s / scale))
+        scheduler.add_job(self._publication_job, "interval", id="publication",
+                          seconds=max(1.0, self.app.config.publication.refresh_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
         scheduler.add_job(self._summary_job, "interval", id="summary",
                           seconds=self.app.config.log.summary_interval_s)
@@ -177,6 +181,13 @@ class Daemon:
             refused += len(sub.refused)
         return queued, refused
 
+    def _publication_job(self) -> None:
+        """Re-read every known sitemap and feed: their pages and dates may have moved."""
+        assert self._parts is not None
+        crawler = self._parts.crawler
+        sub = crawler.publication.reread(crawler.frontier, self.app.clock.now())
+        log.info("publication sources queued for a re-read: %d", len(sub.queued) + sub.known)
+
     def _status_job(self) -> None:
         self._publish(final=False)
 
@@ -216,8 +227,11 @@ class Daemon:
         old = self.app.config
         setup_logging(new.log.level, new.log.format)
         added = self._add_seeds(s for s in new.seeds if s not in old.seeds)
+        if self._parts is not None:
+            added += queue_sitemaps(self._parts.crawler,
+                                    [s for s in new.sitemaps if s not in old.sitemaps])
         changed = [k for k in type(new).model_fields
-                   if k not in ("seeds", "log") and getattr(new, k) != getattr(old, k)]
+                   if k not in ("seeds", "sitemaps", "log") and getattr(new, k) != getattr(old, k)]
         log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
                  f"; restart to apply: {', '.join(changed)}" if changed else "")
 

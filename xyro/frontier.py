@@ -104,7 +104,8 @@ class FrontierItem:
 Item = Union[str, tuple[str, int]]
 
 #: Sources whose URLs already seen are skipped; the others only add to the seen-set.
-_SKIP_SEEN = frozenset({Source.SEED, Source.DISCOVERY, Source.REDIRECT, Source.SITEMAP})
+_SKIP_SEEN = frozenset({Source.SEED, Source.DISCOVERY, Source.REDIRECT, Source.SITEMAP,
+                        Source.PUBLICATION})
 
 
 @dataclass(frozen=True, slots=True)

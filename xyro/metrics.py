@@ -163,6 +163,18 @@ def _queue_metrics(crawler: Crawler) -> Iterator[Metric]:
     if "loader_pending" in snap:
         yield _gauge("xyro_loader_pending_documents", "XML documents waiting for their DTDs "
                      "or external entities.", snap["loader_pending"])
+    pub = snap.get("publication")
+    if pub is None:  # a crawler stand-in without the publication channel
+        return
+    yield _gauge("xyro_publication_listed_urls", "URLs with a date from a sitemap or feed.",
+                 pub["listed_urls"])
+    yield _gauge("xyro_publication_trusted_hosts", "Hosts whose sitemap/feed dates are "
+                 "believed as change dates.", pub["trusted_hosts"])
+    yield _labelled(CounterMetricFamily(
+        "xyro_publication_judged", "Fetch intervals judged against a published date, by "
+        "outcome.", labels=["outcome"]),
+        {k: v for k, v in pub.items() if k not in ("sources", "read", "listed_urls",
+                                                   "trusted_hosts")})
 
 
 def _writer_metrics(stats: dict[str, Any]) -> Iterator[Metric]:

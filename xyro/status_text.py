@@ -165,7 +165,22 @@ def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("loader", f"{number(c['loader_pending'])} document(s) held for "
                                f"DTDs/entities, {number(c.get('loader_cached', 0))} DTD/entity "
                                "file(s) cached"))
+    pub = c.get("publication")
+    if isinstance(pub, Mapping):
+        rows.append(("publication", _publication_row(pub)))
     return rows
+
+
+_PUBLICATION_KEYS = ("sources", "read", "listed_urls", "trusted_hosts")
+
+
+def _publication_row(pub: Mapping[str, Any]) -> str:
+    """Sitemaps/feeds known and read, URLs they dated, hosts believed, judged outcomes."""
+    outcomes = {k: v for k, v in pub.items() if k not in _PUBLICATION_KEYS}
+    return (f"{number(pub.get('sources', 0))} sitemap/feed source(s), "
+            f"{number(pub.get('read', 0))} read, {number(pub.get('listed_urls', 0))} "
+            f"dated URL(s), {number(pub.get('trusted_hosts', 0))} host(s) trusted; "
+            f"judged: {counts(outcomes)}")
 
 
 def _live_crawl(r: Mapping[str, Any], now: float) -> list[str]:

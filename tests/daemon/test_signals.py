@@ -42,3 +42,25 @@ def test_outside_the_main_thread_nothing_is_installed() -> None:
     t.start()
     t.join()
     assert got == [None]
+
+
+def test_the_first_signal_is_logged_by_a_thread_never_by_the_handler(monkeypatch) -> None:
+    """A handler may interrupt a write to stderr (a reentrant write would raise in the main
+    thread): it only sets events, and the announcement comes from another thread."""
+    import xyro.signals as signals_module
+
+    logged: list[tuple[str, bool]] = []
+    monkeypatch.setattr(signals_module.log, "info", lambda msg, *args: logged.append(
+        (msg % args, threading.current_thread() is threading.main_thread())))
+    stop = threading.Event()
+    with handle_signals(stop) as handler:
+        assert handler is not None
+        handler(signal.SIGTERM)
+        assert stop.is_set() and handler.first == "SIGTERM"
+        deadline = threading.Event()
+        for _ in range(50):
+            if logged:
+                break
+            deadline.wait(0.05)
+    assert len(logged) == 1 and logged[0][0].startswith("received SIGTERM: stopping")
+    assert logged[0][1] is False      # not logged from the main thread, i.e. not the handler
