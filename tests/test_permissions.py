@@ -30,8 +30,8 @@ import pytest
 from metadata import MetadataStore
 from metadata.records import FetchRecord, PageType, XmlVersion
 from metadata.schema import MIGRATIONS
-from xyro import numba_cache
 from xyro.loader.warehouse import Warehouse
+from xyro.service import numba_cache
 
 SETPRIV = shutil.which("setpriv")
 AS_NOBODY = [SETPRIV or "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]

@@ -17,25 +17,25 @@ from metadata import MetadataStore, crawl_queries, versions
 from metadata.connection import search_problem, write_problem
 from metadata.errors import StoreAccessError, access_message
 from metadata.writer import Writer
-from xyro.activity import HostWarnings
-from xyro.admission import Admission
-from xyro.crawler import Crawler, CrawlSettings, Validators
-from xyro.dns import Resolver
-from xyro.fetcher import Fetcher, FetchLimits, user_agent
-from xyro.frontier import Frontier
-from xyro.hosts import HostScheduler
-from xyro.loader import LoaderSettings, Warehouse
-from xyro.loader.stage import LoaderStage
-from xyro.publication import PublishedDateTrusts
-from xyro.published import PublishedDates
-from xyro.publishing import PublicationChannel
-from xyro.robots import RobotsCache
-from xyro.seenset import SeenSet
-from xyro.urls import Scope, TrapGuard
+from xyro.affinity import pin_process
 from xyro.clock import Clock, WallClock, unit_index
 from xyro.config import XyroConfig
+from xyro.crawl.activity import HostWarnings
+from xyro.crawl.admission import Admission
+from xyro.crawl.crawler import Crawler, CrawlSettings, Validators
+from xyro.crawl.frontier import Frontier
+from xyro.crawl.hosts import HostScheduler
+from xyro.crawl.publishing import PublicationChannel
+from xyro.crawl.seenset import SeenSet
 from xyro.errors import AccessError, XyroError
-from xyro.affinity import pin_process
+from xyro.loader import LoaderSettings, Warehouse
+from xyro.loader.stage import LoaderStage
+from xyro.net.dns import Resolver
+from xyro.net.fetcher import Fetcher, FetchLimits, user_agent
+from xyro.net.robots import RobotsCache
+from xyro.net.urls import Scope, TrapGuard
+from xyro.publication.published import PublishedDates
+from xyro.publication.trust import PublishedDateTrusts
 
 
 @dataclass

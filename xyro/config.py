@@ -278,7 +278,7 @@ class RefreshConfig(_Section):
 
 class PublicationConfig(_Section):
     """Sitemaps and feeds, the push channel (003 §3), and when their dates are believed
-    (:class:`xyro.publication.PublishedDateTrust`, DESIGN.md §6)."""
+    (:class:`xyro.publication.trust.PublishedDateTrust`, DESIGN.md §6)."""
 
     refresh_s: float = Field(86400.0, gt=0)
     trust_window: int = Field(50, ge=1)
@@ -326,7 +326,7 @@ class LogConfig(_Section):
 
 
 class MetricsConfig(_Section):
-    """The Prometheus endpoint (:mod:`xyro.metrics`): off unless ``listen`` is given."""
+    """The Prometheus endpoint (:mod:`xyro.service.metrics`): off unless ``listen`` is given."""
 
     listen: ListenAddress = None
     allow_non_loopback: bool = False

@@ -140,7 +140,7 @@ def xyro_child(seeds_file: Path, state_dir: Path, budget: int, workers: int,
     from xyro.app import App
     from xyro.clock import WallClock
     from xyro.config import load_config
-    from xyro.crawl_run import run_crawl
+    from xyro.service.crawl_run import run_crawl
 
     seeds = seeds_file.read_text().split()
     overrides = [

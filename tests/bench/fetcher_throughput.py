@@ -3,7 +3,7 @@
 Runs a minimal asyncio HTTP/1.1 keep-alive server in a child process (so it does not share
 our GIL), then fetches the same pages with N threads through
 
-* ``xyro``: one shared :class:`xyro.fetcher.Fetcher` (DNS cache, address check, watchdog,
+* ``xyro``: one shared :class:`xyro.net.fetcher.Fetcher` (DNS cache, address check, watchdog,
   capped raw reading and decoding, manual redirects), and
 * ``requests_bare``: the peer, a plain ``requests.Session`` per thread calling ``.get``
   (the "bare requests + threads loop" of the issue text).
@@ -35,8 +35,8 @@ import requests
 from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 
 from xyro.clock import WallClock
-from xyro.dns import Resolver
-from xyro.fetcher import Fetcher, FetchLimits
+from xyro.net.dns import Resolver
+from xyro.net.fetcher import Fetcher, FetchLimits
 
 
 def _page(size: int) -> bytes:

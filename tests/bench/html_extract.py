@@ -75,7 +75,7 @@ def main() -> int:
     from scrapy.http import HtmlResponse
     from scrapy.linkextractors import LinkExtractor
 
-    from xyro.html_links import extract_links
+    from xyro.content.html_links import extract_links
 
     repeat = args.repeat or (1 if args.quick else 3)
     pages = pc.site_pages(pc.DOCS_ROOT, QUICK_PAGES if args.quick else None)

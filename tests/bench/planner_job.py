@@ -42,8 +42,8 @@ from benchmachine import machine, peak_rss_mb  # a sibling script module (tests/
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.urlkeys import url_hash
 from xyro.clock import ManualClock
-from xyro.frontier import DISCOVERY
-from xyro.plan_job import WATERMARK_KEY, PlannerSettings, RefreshPlanner
+from xyro.crawl.frontier import DISCOVERY
+from xyro.jobs.plan_job import WATERMARK_KEY, PlannerSettings, RefreshPlanner
 
 UNIT_S = 3600.0
 FIRST_UNIT = 480_000  # about 2024-10 in hours

@@ -4,13 +4,13 @@
     .venv/bin/python tests/bench/politeness_frontier.py --quick    # 1,000 hosts smoke run
 
 Systems measured in one run (one JSON line on stdout, progress on stderr):
-- ``host_scheduler_heap``: xyro.hosts.HostScheduler, ready_host + start + finish cycles with
+- ``host_scheduler_heap``: xyro.crawl.hosts.HostScheduler, ready_host + start + finish cycles with
   H hosts that always have work, each throttled to one start per second of simulated time;
 - ``host_scheduler_scan``: the peer, the obvious scheduler that scans all hosts for the
   earliest-allowed one (O(H) per operation), same workload;
-- ``frontier``: xyro.frontier.Frontier over 20 URLs per host (robots.txt known): push rate,
+- ``frontier``: xyro.crawl.frontier.Frontier over 20 URLs per host (robots.txt known): push rate,
   then pop + start + finish (``done``) cycles through robots checks and priority levels;
-- ``seenset``: xyro.seenset.SeenSet adds and lookups per second, memory against the formula.
+- ``seenset``: xyro.crawl.seenset.SeenSet adds and lookups per second, memory against the formula.
 Times are simulated (passed as arguments); only the CPU work is measured.
 """
 
@@ -23,10 +23,10 @@ import time
 
 from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
 from xyro.clock import ManualClock
-from xyro.frontier import Frontier
-from xyro.hosts import HostScheduler
-from xyro.robots import RobotsCache
-from xyro.seenset import SeenSet
+from xyro.crawl.frontier import Frontier
+from xyro.crawl.hosts import HostScheduler
+from xyro.crawl.seenset import SeenSet
+from xyro.net.robots import RobotsCache
 
 T0 = 1_700_000_000.0
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from xyro.clock import AcceleratedClock, WallClock
-from xyro.crawl_run import run_crawl
+from xyro.service.crawl_run import run_crawl
 from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
 from xyro.synthweb.web import SyntheticWeb
 

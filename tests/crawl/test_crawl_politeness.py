@@ -16,8 +16,8 @@ import pytest
 
 from xyro.app import CrawlParts
 from xyro.clock import WallClock
-from xyro.crawl_run import run_crawl
-from xyro.demo import audit, start_gap_violations
+from xyro.service.crawl_run import run_crawl
+from xyro.service.demo import audit, start_gap_violations
 from xyro.synthweb.log import RequestRecord
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb

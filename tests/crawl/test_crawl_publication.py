@@ -19,15 +19,15 @@ import statistics
 from pathlib import Path
 
 from metadata import MetadataStore
-from xyro.admission import Source
 from xyro.app import App, build_crawler
+from xyro.crawl.admission import Source
 import threading
 import time
 
 from xyro.clock import AcceleratedClock, WallClock
-from xyro.crawl_run import queue_seeds, restore_frontier, run_crawl
-from xyro.frontier import REFRESH
-from xyro.plan_job import PlannerSettings, RefreshPlanner
+from xyro.crawl.frontier import REFRESH
+from xyro.jobs.plan_job import PlannerSettings, RefreshPlanner
+from xyro.service.crawl_run import queue_seeds, restore_frontier, run_crawl
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 

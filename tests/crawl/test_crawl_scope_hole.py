@@ -25,7 +25,7 @@ import pytest
 from xyro.app import App
 from xyro.clock import WallClock
 from xyro.config import load_config
-from xyro.crawl_run import run_crawl
+from xyro.service.crawl_run import run_crawl
 
 MAX_DEPTH = 16
 #: The calendar's first month is linked from the seed (depth 1): month k is at depth k.

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from xyro.activity import HostWarnings, SummaryLine, format_summary, refused_private
 from xyro.clock import ManualClock
+from xyro.crawl.activity import HostWarnings, SummaryLine, format_summary, refused_private
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

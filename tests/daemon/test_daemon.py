@@ -14,7 +14,7 @@ from pathlib import Path
 
 from metadata import MetadataStore
 from xyro.clock import WallClock
-from xyro.sdnotify import Notifier
+from xyro.service.sdnotify import Notifier
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 

@@ -29,12 +29,12 @@ from metadata import MetadataStore
 from xyro.app import App
 from xyro.clock import AcceleratedClock, ManualClock, WallClock
 from xyro.config import ConfigError, load_config
-from xyro.crawl_run import run_crawl
-from xyro.crawl_stats import CrawlStats
+from xyro.crawl.hosts import HostScheduler
+from xyro.crawl.stats import CrawlStats
 from xyro.errors import XyroError
-from xyro.hosts import HostScheduler
-from xyro.metrics import JobFigures, MetricsEndpoint
-from xyro.plan_job import UnitFigures
+from xyro.jobs.plan_job import UnitFigures
+from xyro.service.crawl_run import run_crawl
+from xyro.service.metrics import JobFigures, MetricsEndpoint
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 
@@ -236,7 +236,7 @@ def test_crawl_serves_metrics_while_it_runs_and_stops_serving(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     clock = AcceleratedClock(1_800_000_000.0, 10.0)  # 0.5 s delay = 0.05 real seconds
     spec = WebSpec(seed=5, n_hosts=3, n_pages=300, hostile=frozenset(), crawl_delay_share=0.0)
-    caplog.set_level(logging.INFO, logger="xyro.metrics")
+    caplog.set_level(logging.INFO, logger="xyro.service.metrics")
     with SyntheticWeb(spec, clock) as web:
         app = crawl_app(tmp_path, web, clock)
         done: dict[str, Any] = {}

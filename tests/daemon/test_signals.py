@@ -6,7 +6,7 @@ import os
 import signal
 import threading
 
-from xyro.signals import StopHandler, handle_signals
+from xyro.service.signals import StopHandler, handle_signals
 
 
 def test_first_signal_stops_cleanly_and_the_second_forces_exit() -> None:
@@ -47,7 +47,7 @@ def test_outside_the_main_thread_nothing_is_installed() -> None:
 def test_the_first_signal_is_logged_by_a_thread_never_by_the_handler(monkeypatch) -> None:
     """A handler may interrupt a write to stderr (a reentrant write would raise in the main
     thread): it only sets events, and the announcement comes from another thread."""
-    import xyro.signals as signals_module
+    import xyro.service.signals as signals_module
 
     logged: list[tuple[str, bool]] = []
     monkeypatch.setattr(signals_module.log, "info", lambda msg, *args: logged.append(

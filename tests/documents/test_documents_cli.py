@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 from metadata import MetadataStore
 from metadata.records import FetchRecord, PageType, XmlVersion
 from xyro.cli import cli
-from xyro.cli_documents import register
+from xyro.cli.documents import register
 from xyro.loader.warehouse import Warehouse
 
 if "documents" not in cli.commands:
@@ -312,8 +312,8 @@ def test_help_texts() -> None:
 
 
 def test_real_process_exports_bytes(site: dict[str, object], tmp_path: Path) -> None:
-    """The commands through a real interpreter (registered the way xyro/cli.py does)."""
-    script = ("import sys\nfrom xyro.cli import cli, main\nfrom xyro.cli_documents import "
+    """The commands through a real interpreter (registered the way xyro/cli/__init__.py does)."""
+    script = ("import sys\nfrom xyro.cli import cli, main\nfrom xyro.cli.documents import "
               "register\nif 'export' not in cli.commands:\n    register(cli)\nmain(sys.argv[1:])\n")
     env = {**os.environ, "XYRO_CONFIG": str(site["config"])}
     done = subprocess.run([sys.executable, "-c", script, "export", DOC_A, "--version", "1"],

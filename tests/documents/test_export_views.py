@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 
 from metadata import FetchRecord, JobRun, MetadataStore, PageType, XmlVersion
 from metadata.views import VIEWS
-from xyro import cli_views
+from xyro.cli import views as cli_views
 from xyro.cli import cli
 from xyro.errors import XyroError
 

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from metadata import FetchRecord, JobRun, MetadataStore, PageType, SetState, XmlVersion
-from xyro import cli_status
+from xyro.cli import status as cli_status
 from xyro.cli import cli
-from xyro.status_text import duration, format_report, number, render_status
+from xyro.cli.status_text import duration, format_report, number, render_status
 
 if "status" not in cli.commands:
     cli_status.register(cli)

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.dns import Resolver
-from xyro.fetcher import Fetcher, FetchLimits
+from xyro.net.dns import Resolver
+from xyro.net.fetcher import Fetcher, FetchLimits
 from xyro.records import ErrorKind
 
 Route = Callable[[BaseHTTPRequestHandler], None]

@@ -7,10 +7,10 @@ import zlib
 import brotli
 import pytest
 
-from xyro.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding
-from xyro.classify import (
-    DEFAULT_ACCEPT_CONTENT_TYPES, classify, content_type_accepted, html_encoding, mime_type,
-    sniff, suffix_skipped,
+from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding
+from xyro.content.classify import classify, html_encoding, sniff
+from xyro.net.filters import (
+    DEFAULT_ACCEPT_CONTENT_TYPES, content_type_accepted, mime_type, suffix_skipped,
 )
 from xyro.records import ErrorKind, FetchResult
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.dns import DnsError, Resolver, address_refusal, literal_address
+from xyro.net.dns import DnsError, Resolver, address_refusal, literal_address
 from xyro.records import ErrorKind
 
 

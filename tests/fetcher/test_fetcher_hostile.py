@@ -13,7 +13,7 @@ import brotli
 import psutil
 import pytest
 
-from xyro.fetcher import Fetcher
+from xyro.net.fetcher import Fetcher
 from xyro.records import ErrorKind
 
 MB = 1 << 20

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.dns import Resolver
-from xyro.fetcher import Fetcher, FetchLimits, parse_http_date, parse_retry_after, user_agent
+from xyro.net.dns import Resolver
+from xyro.net.fetcher import Fetcher, FetchLimits, parse_http_date, parse_retry_after, user_agent
 from xyro.records import ErrorKind
 
 LAST_MODIFIED = 1_600_000_000.0

@@ -34,7 +34,7 @@ from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 from w3lib.url import safe_url_string
 
-from xyro.html_links import HtmlExtraction, extract_links
+from xyro.content.html_links import HtmlExtraction, extract_links
 
 DOCS_ROOT = Path("/usr/share/doc/python3.11/html")
 ALTERNATE_XPATH = (

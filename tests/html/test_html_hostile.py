@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xyro.html_links import HtmlExtraction, extract_links
-from xyro.signature import MD5_BYTES, md5_signature, signature_changed
+from xyro.content.html_links import HtmlExtraction, extract_links
+from xyro.content.signature import MD5_BYTES, md5_signature, signature_changed
 
 PAGE = "http://example.org/p.html"
 

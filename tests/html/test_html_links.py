@@ -1,4 +1,4 @@
-"""Unit tests of xyro/html_links.py: every feature of the extractor on small real documents."""
+"""Unit tests of xyro/content/html_links.py: every feature of the extractor on small real documents."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xyro.html_links import (
+from xyro.content.html_links import (
     MAX_LINKS,
     HtmlExtraction,
     decode_html,

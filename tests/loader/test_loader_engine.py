@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from xyro.clock import WallClock
-from xyro.crawl_run import run_crawl
-from xyro.demo import audit
-from xyro.frontier import REFRESH
+from xyro.crawl.frontier import REFRESH
 from xyro.loader.warehouse import Warehouse
+from xyro.service.crawl_run import run_crawl
+from xyro.service.demo import audit
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from xyro.crawl_run import run_crawl
 from xyro.loader import EntityCache, load_document
+from xyro.service.crawl_run import run_crawl
 
 DOCBOOK_XSL = Path("/usr/share/xml/docbook/stylesheet/docbook-xsl")
 DOCBOOK_DTD = Path("/usr/share/xml/docbook/schema/dtd/4.5")

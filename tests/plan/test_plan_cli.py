@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from metadata import MetadataStore
 from xyro.cli import cli
-from xyro.cli_plan import register
+from xyro.cli.plan import register
 from xyro.clock import WallClock
 
 

@@ -13,8 +13,8 @@ from metadata import refresh_queries as rq
 from metadata.records import SetRefresh, SetState
 from refresh import folders_after
 from xyro.clock import ManualClock
-from xyro.frontier import DISCOVERY
-from xyro.plan_job import LEDGER_KEY, RUN_KEY, RefreshPlanner
+from xyro.crawl.frontier import DISCOVERY
+from xyro.jobs.plan_job import LEDGER_KEY, RUN_KEY, RefreshPlanner
 
 START = 1_700_000_000.0  # as in conftest.py
 UNIT = 3600.0

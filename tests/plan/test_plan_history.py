@@ -22,8 +22,8 @@ import pytest
 
 from metadata import FetchRecord, JobRun, MetadataStore, PageType, SetRanks, SetState
 from xyro.clock import ManualClock
-from xyro.frontier import DISCOVERY
-from xyro.plan_job import LEDGER_KEY, RefreshPlanner
+from xyro.crawl.frontier import DISCOVERY
+from xyro.jobs.plan_job import LEDGER_KEY, RefreshPlanner
 
 START = 1_700_000_000.0
 UNIT = 3600.0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.frontier import Frontier
-from xyro.hosts import HostScheduler
-from xyro.robots import RobotsCache
+from xyro.crawl.frontier import Frontier
+from xyro.crawl.hosts import HostScheduler
+from xyro.net.robots import RobotsCache
 
 T0 = 1_700_000_000.0  # 2023-11-14, a fixed start for every test
 

@@ -17,13 +17,13 @@ import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.writer import Writer
-from xyro.admission import Admission, Refusal, Source
 from xyro.clock import ManualClock
-from xyro.frontier import (BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier,
+from xyro.crawl.admission import Admission, Refusal, Source
+from xyro.crawl.frontier import (BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier,
                            FrontierItem, admit_offline, records)
-from xyro.hosts import HostScheduler
-from xyro.robots import RobotsCache
-from xyro.urls import Scope, TrapGuard
+from xyro.crawl.hosts import HostScheduler
+from xyro.net.robots import RobotsCache
+from xyro.net.urls import Scope, TrapGuard
 
 T0 = 1_700_000_000.0
 SEED = "http://in.example/"

@@ -1,4 +1,4 @@
-"""The frontier (xyro/frontier.py): priority levels, per-host FIFO, dedupe, robots first, reload."""
+"""The frontier (xyro/crawl/frontier.py): priority levels, per-host FIFO, dedupe, robots first, reload."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections import defaultdict
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.frontier import BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier, FrontierItem
-from xyro.hosts import HostScheduler, PolitenessError
-from xyro.robots import RobotsCache
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier, FrontierItem
+from xyro.crawl.hosts import HostScheduler, PolitenessError
+from xyro.net.robots import RobotsCache
 
 
 def allow_all(robots: RobotsCache, clock: ManualClock, *origins: str) -> None:

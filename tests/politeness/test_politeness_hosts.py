@@ -1,4 +1,4 @@
-"""The per-host politeness scheduler (xyro/hosts.py), checked by a simulated multi-worker crawl.
+"""The per-host politeness scheduler (xyro/crawl/hosts.py), checked by a simulated multi-worker crawl.
 
 The simulation plays an engine on a ManualClock: W workers, H hosts that always have work,
 random fetch durations, pages per host spread
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.hosts import HostScheduler, PolitenessError
+from xyro.crawl.hosts import HostScheduler, PolitenessError
 
 T0 = 1_700_000_000.0
 

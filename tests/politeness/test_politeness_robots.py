@@ -1,4 +1,4 @@
-"""robots.txt cache (xyro/robots.py): RFC 9309 statuses, TTL, Crawl-delay, Sitemaps, bad bodies."""
+"""robots.txt cache (xyro/net/robots.py): RFC 9309 statuses, TTL, Crawl-delay, Sitemaps, bad bodies."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.robots import MAX_ROBOTS_BYTES, RobotsCache
+from xyro.net.robots import MAX_ROBOTS_BYTES, RobotsCache
 
 O = "http://h.example"
 BODY = b"""# comment

@@ -1,4 +1,4 @@
-"""The seen-set bit table T(h(u)) (xyro/seenset.py): sizing, FP rate measured, no false negatives."""
+"""The seen-set bit table T(h(u)) (xyro/crawl/seenset.py): sizing, FP rate measured, no false negatives."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from xyro.seenset import SeenSet
+from xyro.crawl.seenset import SeenSet
 
 
 @pytest.mark.parametrize("n, p", [(1_000, 0.01), (100_000, 1e-3), (10_000_000, 1e-4)])

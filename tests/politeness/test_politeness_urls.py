@@ -1,4 +1,4 @@
-"""Canonical URLs, host keys, scope rules and trap defences (xyro/urls.py)."""
+"""Canonical URLs, host keys, scope rules and trap defences (xyro/net/urls.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xyro.clock import ManualClock
-from xyro.html_links import resolve_href
-from xyro.urls import (Scope, TrapGuard, _already_canonical, _canonicalize_w3lib, canonicalize,
+from xyro.content.html_links import resolve_href
+from xyro.net.urls import (Scope, TrapGuard, _already_canonical, _canonicalize_w3lib, canonicalize,
                        host_key, join_plain, plain_directory, robots_origin, robots_url,
                        url_keys)
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from xyro.published import PublishedDates
+from xyro.publication.published import PublishedDates
 
 DAY = 86400.0
 

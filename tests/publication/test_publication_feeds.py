@@ -8,7 +8,7 @@ from calendar import timegm
 
 import pytest
 
-from xyro.feeds import FeedEntry, FeedError, parse_feed
+from xyro.publication.feeds import FeedEntry, FeedError, parse_feed
 
 FEED_URL = "http://news.example.com/feeds/main.xml"
 

@@ -10,7 +10,7 @@ from calendar import timegm
 
 import pytest
 
-from xyro.sitemaps import (
+from xyro.publication.sitemaps import (
     MAX_SITEMAP_URLS, SitemapEntry, SitemapError, gunzip_capped, parse_sitemap,
 )
 

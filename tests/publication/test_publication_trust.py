@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from xyro.publication import (
+from xyro.publication.trust import (
     Outcome, PublishedDateTrust, PublishedDateTrusts, change_date, judge, parse_rfc822_datetime,
     parse_w3c_datetime, publication_kind,
 )
-from xyro.sitemaps import parse_sitemap
+from xyro.publication.sitemaps import parse_sitemap
 
 DAY = 86400.0
 

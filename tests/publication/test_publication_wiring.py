@@ -10,19 +10,19 @@ import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.crawl_queries import NEVER_FETCHED, prior_fetch
-from xyro.admission import Admission, Source
 from xyro.clock import ManualClock
 from xyro.config import ConfigError, load_config
-from xyro.crawler import _publication
-from xyro.frontier import DISCOVERY, URGENT, Frontier
-from xyro.hosts import HostScheduler
-from xyro.page import PageOutcome
-from xyro.publication import PublishedDateTrusts
-from xyro.published import PublishedDates
-from xyro.publishing import (PublicationChannel, read_publication, sniff_publication)
+from xyro.content.page import PageOutcome
+from xyro.crawl.admission import Admission, Source
+from xyro.crawl.crawler import _publication
+from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier
+from xyro.crawl.hosts import HostScheduler
+from xyro.publication.published import PublishedDates
+from xyro.publication.trust import PublishedDateTrusts
+from xyro.crawl.publishing import (PublicationChannel, read_publication, sniff_publication)
+from xyro.net.robots import RobotsCache
+from xyro.net.urls import Scope, TrapGuard
 from xyro.records import FetchResult
-from xyro.robots import RobotsCache
-from xyro.urls import Scope, TrapGuard
 
 T0 = 1_700_000_000.0
 SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -89,7 +89,7 @@ def test_the_worker_parses_xml_bodies_that_are_publications() -> None:
 
 
 def _item():
-    from xyro.frontier import FrontierItem
+    from xyro.crawl.frontier import FrontierItem
     return FrontierItem("http://a.example/sitemap.xml", URGENT, 2, "a.example",
                         "http://a.example")
 

@@ -18,8 +18,8 @@ from ranking.slices import ArrayCsrSource, SliceStore, spool_chunks
 from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.config import load_config
-from xyro.rank_job import RankParams, rank_graph, rank_stream
-from xyro.rank_run import run_rank
+from xyro.jobs.rank_job import RankParams, rank_graph, rank_stream
+from xyro.jobs.rank_run import run_rank
 
 TIGHT = SolverParams(tol=1e-12, max_iter=1000)
 

@@ -13,7 +13,7 @@ from ranking.interest import inverse_interest
 from ranking.outofcore import rank_out_of_core
 from ranking.slices import ArrayCsrSource, FileCsrSource, SliceStore
 from ranking.sweep import SolverParams
-from xyro.rank_job import RankParams, rank_graph
+from xyro.jobs.rank_job import RankParams, rank_graph
 
 
 @pytest.mark.parametrize("dangling", ["paper", "teleport"])

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from xyro.content.html_links import resolve_href
 from xyro.loader.cache import EntityCache
 from xyro.loader.canonical import canonical_form
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
 from xyro.loader.parser import EXTERNAL_LOADS, may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
 from xyro.loader.settings import LoaderSettings
-from xyro.urls import canonicalize
-from xyro.html_links import resolve_href
+from xyro.net.urls import canonicalize
 
 _MAX_ERRORS = 3  # validation messages kept per version
 _MAX_DETAIL = 500

@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 from lxml import etree
 
-from xyro.html_links import Resolver, likely_xml
-from xyro.urls import canonicalize, join_plain, plain_directory
+from xyro.content.html_links import Resolver, likely_xml
+from xyro.net.urls import canonicalize, join_plain, plain_directory
 
 XLINK = "http://www.w3.org/1999/xlink"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"

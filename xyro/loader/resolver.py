@@ -21,7 +21,7 @@ from __future__ import annotations
 from lxml import etree
 
 from xyro.loader.cache import EntityCache
-from xyro.urls import canonicalize
+from xyro.net.urls import canonicalize
 
 _WEB_SCHEMES = ("http://", "https://")
 

@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from metadata import PageType, XmlVersion
+from xyro.content.page import Child, PageOutcome
+from xyro.content.signature import md5_signature
 from xyro.loader.cache import EntityCache
 from xyro.loader.document import LoadError, LoadResult, LoadStatus, load_document
 from xyro.loader.pending import Held, PendingDocuments
 from xyro.loader.settings import LoaderSettings
 from xyro.loader.warehouse import Warehouse, WarehouseError
-from xyro.page import Child, PageOutcome
 from xyro.records import FetchResult
-from xyro.signature import md5_signature
 
 #: (c14n signature, md5, storage key) of a URL's newest stored version, or None.
 LatestVersion = Callable[[str], "tuple[bytes | None, bytes, str] | None"]

@@ -1,0 +1,335 @@
+"""The ``xyro`` command line (click). Thin: parse, build the App, call a component, print.
+
+Every error a user can cause ends as one line on stderr and an exit code (2 for bad
+configuration or usage, 1 for runtime failures), never a traceback.
+
+The package (DESIGN.md §1): the group and its commands here, the commands that live in
+their own modules (documents, plan, status, views; each ``register(cli)``) and the shared
+context (context.py: the lazily built App, the summary formatter). Command modules import
+the context, never this module nor each other. May import everything below it: xyro.service,
+xyro.jobs, xyro.app, xyro.crawl, ..., the shared leaves, xyro.synthweb, metadata, ranking.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from metadata import MetadataError
+from xyro import __version__
+from xyro.app import build_admission
+from xyro.cli.context import LazyApp, app_of, format_status
+from xyro.config import ConfigError, load_config
+from xyro.crawl.admission import Source
+from xyro.crawl.frontier import URGENT, admit_offline, records
+from xyro.errors import UsageError, XyroError, permission_message
+from xyro.net.urls import canonicalize
+from xyro.service import numba_cache
+
+log = logging.getLogger("xyro.cli")
+
+#: Frontier priority of seeds and configured sitemaps (0 is the loader's DTDs, 4 background).
+SEED_PRIORITY = URGENT
+
+
+class XyroGroup(click.Group):
+    """Maps Xyro's own errors to one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            _fail(str(exc), exc.exit_code)
+        except (XyroError, MetadataError) as exc:
+            _fail(f"error: {exc}", getattr(exc, "exit_code", 1))
+        except PermissionError as exc:  # one no check foresaw: still one line (DESIGN.md §7)
+            _fail(f"error: {permission_message(exc)}", 2)
+        except RuntimeError as exc:
+            if not numba_cache.is_cache_failure(exc):
+                raise
+            _fail(f"error: {numba_cache.cache_failure_message(exc)}", 2)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(message, err=True)
+    sys.exit(code)
+
+
+@click.group(cls=XyroGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, envvar="XYRO_CONFIG",
+              help="YAML configuration file [default: $XYRO_CONFIG, else ./config/xyro.yaml "
+                   "if present, else built-in defaults].")
+@click.option("-s", "--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one config key, e.g. --set crawler.workers=8 (repeatable; "
+                   "beats the file and XYRO_* variables).")
+@click.option("--demo", "use_demo", is_flag=True,
+              help="Work on the demo's own database (demo/xyro.db beside storage.database), "
+                   "where `xyro demo` keeps its synthetic web's pages.")
+@click.version_option(__version__, prog_name="xyro")
+@click.pass_context
+def cli(ctx: click.Context, config_path: Path | None, overrides: tuple[str, ...],
+        use_demo: bool) -> None:
+    """Xyro: acquire XML documents from the web and keep them fresh.
+
+    Configuration precedence: defaults < file < XYRO_* environment < --set.
+    """
+    # Loaded on first use, so `xyro CMD --help` works even when the config is broken.
+    ctx.obj = LazyApp(config_path, overrides, use_demo)
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create the database and warehouse folder, or upgrade an older database in place."""
+    app = app_of(ctx)
+    existed = os.path.exists(app.database_path)  # False, not an error, when unreachable
+    with app.open_store(create=True) as store:
+        version = store.schema_version
+    verb = "checked" if existed else "created"
+    click.echo(f"{verb} {app.database_path} (schema version {version})")
+
+
+@cli.command()
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--priority", type=click.IntRange(0, 4), default=SEED_PRIORITY, show_default=True,
+              help="Frontier priority (0 highest … 4 background discovery).")
+@click.pass_context
+def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
+    """Add start URLs to the persisted frontier."""
+    canonical = [_canonical_seed(u) for u in urls]
+    app = app_of(ctx)
+    # The frontier's own admission and record building, with no crawler running (§2).
+    submitted = admit_offline(build_admission(app), Source.SEED, canonical, priority)
+    if submitted.refused:
+        refused = "; ".join(f"{o.url} ({r})" for o, r in submitted.refused)
+        raise UsageError(f"seed refused by the crawl's admission: {refused}; nothing was "
+                         "queued (see the scope and crawler.skip_suffixes keys)")
+    with app.open_store() as store:
+        writer = store.writer()
+        try:
+            writer.submit_many(records(submitted.queued))
+        finally:
+            writer.close()
+    click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
+
+
+def _canonical_seed(url: str) -> str:
+    canonical = canonicalize(url)
+    if canonical is None:
+        raise UsageError(f"seed {url!r} is not an http(s) URL Xyro can fetch: "
+                         "give an absolute http:// or https:// URL")
+    return canonical
+
+
+@cli.command()
+@click.option("--pages", type=click.IntRange(min=1), default=None,
+              help="Stop after this many page fetches.")
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many seconds (clock time).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def crawl(ctx: click.Context, pages: int | None, seconds: float | None, as_json: bool) -> None:
+    """Crawl from the configured seeds and the persisted frontier.
+
+    Resumes where the last run stopped. SIGTERM or Ctrl-C stops cleanly: in-flight fetches
+    finish or go back to the queue, and everything fetched is flushed to the database.
+    """
+    from xyro.service.crawl_run import run_crawl
+
+    app = app_of(ctx)
+    with _Progress(pages) as progress:
+        summary = run_crawl(app, max_pages=pages, max_seconds=seconds, on_progress=progress)
+    if as_json:
+        click.echo(json.dumps({"stop_reason": summary.stop_reason, **summary.stats},
+                              sort_keys=True, default=str))
+    else:
+        click.echo(f"crawl stopped: {summary.stop_reason}")
+        click.echo(format_status(summary.stats))
+
+
+@cli.command()
+@click.option("--hosts", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Hosts in the synthetic web (each on its own 127.0.0.x address).")
+@click.option("--web-pages", type=click.IntRange(min=1), default=3000, show_default=True,
+              help="Pages in the synthetic web.")
+@click.option("--seed", type=int, default=7, show_default=True, help="Seed of the web.")
+@click.option("--hostile/--no-hostile", default=True, show_default=True,
+              help="Include hostile pages (bombs, slow drip, redirect loops, traps...).")
+@click.option("--speed", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="Clock acceleration: simulated seconds per real second.")
+@click.option("--pages", type=click.IntRange(min=1), default=None,
+              help="Stop after this many page fetches.")
+@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop after this many simulated seconds [default: 1 simulated hour when "
+                   "--pages is not given].")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: bool, speed: float,
+         pages: int | None, seconds: float | None, as_json: bool) -> None:
+    """Serve a synthetic web on 127.0.0.x and crawl it into the configured database.
+
+    The crawl uses the configuration (workers, politeness, limits) with the web's seeds,
+    loopback addresses allowed and a 10 s fetch deadline. At the end the web's own request
+    log is audited: requests to disallowed URLs and per-host politeness violations.
+    """
+    from xyro.service.demo import demo_storage, run_demo
+    from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
+
+    if web_pages < hosts:
+        raise UsageError(f"--web-pages ({web_pages}) must be at least --hosts ({hosts}): "
+                         "every host has a home page")
+    if pages is None and seconds is None:
+        seconds = 3600.0
+    spec = WebSpec(seed=seed, n_hosts=hosts, n_pages=web_pages,
+                   hostile=HOSTILE_KINDS if hostile else frozenset())
+    with _Progress(pages) as progress:
+        summary, audit = run_demo(app_of(ctx), spec, speed=speed, max_pages=pages,
+                                  max_seconds=seconds, on_progress=progress)
+    database = demo_storage(app_of(ctx).config).storage.database
+    report = {"stop_reason": summary.stop_reason, **summary.stats, "audit": audit.as_dict(),
+              "database": database}
+    if as_json:
+        click.echo(json.dumps(report, sort_keys=True, default=str))
+    else:
+        click.echo(format_status(report))
+        click.echo(f"The demo keeps its own database, {database}: look further with "
+                   "`xyro --demo status`, `xyro --demo documents` or "
+                   f"`sqlite3 -readonly {database} 'SELECT * FROM v_hosts'`.")
+
+
+class _Progress:
+    """A progress bar on stderr when a page budget is known, progress lines otherwise.
+
+    The bar appears with the first progress report, so an error before the crawl starts
+    stays the one line on stderr.
+    """
+
+    def __init__(self, total: int | None) -> None:
+        self._total = total
+        self._bar: Any = None
+        self._done = 0
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __call__(self, snapshot: dict[str, Any]) -> None:
+        pages = int(snapshot.get("pages", 0))
+        if self._total is not None:
+            if self._bar is None:
+                self._bar = click.progressbar(length=self._total, label="crawling",
+                                              file=sys.stderr, show_pos=True, show_eta=True)
+                self._bar.__enter__()
+            pages = min(pages, self._total)
+            self._bar.update(pages - self._done)
+            self._done = pages
+        else:
+            click.echo(f"{pages} pages, {snapshot.get('pages_per_s', 0)} pages/s, "
+                       f"{snapshot.get('queued', 0)} queued, "
+                       f"{sum(snapshot.get('errors_by_kind', {}).values())} errors", err=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+@cli.command("run")
+@click.pass_context
+def run_daemon(ctx: click.Context) -> None:
+    """Run the daemon: crawl without end, rank on schedule, publish status.
+
+    Meant for systemd (Type=notify: READY/STATUS/STOPPING are sent when $NOTIFY_SOCKET is
+    set). SIGTERM stops cleanly (exit 0); SIGHUP re-reads the configuration file.
+    """
+    from xyro.service.daemon import Daemon
+    from xyro.service.sdnotify import Notifier
+
+    lazy = ctx.find_object(LazyApp)
+    app = lazy.get()
+
+    def reload_config() -> Any:
+        return load_config(lazy.path, os.environ, lazy.overrides)
+
+    daemon = Daemon(app, Notifier(), reload_config)
+    with daemon.signals():
+        daemon.run()
+
+
+@cli.command()
+@click.option("--edges", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Rank a bare edge list (.npz with n, src, dst[, xml]) "
+                                 "instead of the database.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many top pages to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.pass_context
+def rank(ctx: click.Context, edges: Path | None, top: int, as_json: bool) -> None:
+    """Compute direct importance and inverse interest (PageRank) and store them (mean 1).
+
+    Uses the ranking section of the config (damping, tolerance, dangling, memory budget:
+    above it the graph is ranked out of core, in slices). Progress per sweep on stderr.
+    """
+    from ranking.results import ConvergenceError
+    from xyro.jobs.rank_run import rank_edges, run_rank
+
+    def progress(p: Any) -> None:
+        click.echo(f"{p.ranking} sweep {p.iteration}: residual {p.residual:.3e}", err=True)
+
+    app = app_of(ctx)
+    try:
+        summary = (rank_edges(edges, app, progress, top) if edges is not None
+                   else run_rank(app, progress, top))
+    except ConvergenceError as exc:
+        raise XyroError(f"ranking did not converge: {exc} (config keys ranking.max_iter, "
+                        "ranking.tolerance, ranking.damping)") from None
+    except ValueError as exc:
+        raise XyroError(f"cannot rank {edges or app.database_path}: {exc}") from None
+    report = summary.as_dict()
+    click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Inspect the effective configuration."""
+
+
+@config_group.command("show")
+@click.pass_context
+def config_show(ctx: click.Context) -> None:
+    """Print the effective configuration (defaults, file, environment and --set merged)."""
+    click.echo(app_of(ctx).config.dump_yaml(), nl=False)
+
+
+def _register_modules() -> None:
+    """Commands that live in their own modules (one idea per module)."""
+    from xyro.cli import documents as cli_documents
+    from xyro.cli import plan as cli_plan
+    from xyro.cli import status as cli_status
+    from xyro.cli import views as cli_views
+
+    cli_status.register(cli)
+    cli_plan.register(cli)
+    cli_documents.register(cli)
+    cli_views.register(cli)
+
+
+_register_modules()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (and ``python -m xyro``).
+
+    numba's cache folder is chosen first, before any command imports ``ranking``
+    (:mod:`xyro.service.numba_cache`).
+    """
+    numba_cache.configure()
+    cli.main(args=argv, prog_name="xyro")
+

@@ -1,0 +1,105 @@
+"""What a URL or a fetched body is: suffix filter, Content-Type filter, sniffing, charset.
+
+Xyro wants XML documents and the HTML pages that lead to them (paper 003 §3). Servers
+mislabel both: XML served as text/plain or text/html (RSS feeds), HTML served as XML, DTDs
+served as text/plain. The Content-Type decides first; the first bytes correct it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Literal
+
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
+
+from xyro.net.filters import url_path as _path
+from xyro.records import FetchResult
+
+Kind = Literal["html", "xml", "dtd", "other"]
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_SNIFF_TYPES = frozenset({"text/plain", "application/octet-stream", "binary/octet-stream", ""})
+_DTD_SUFFIXES = (".dtd", ".ent", ".mod")
+_SNIFF_BYTES = 2048
+
+_DECL = re.compile(r"<\?xml\s[^>]*\?>", re.I)
+_PI = re.compile(r"<\?[^>]*\?>")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_DOCTYPE = re.compile(r"<!doctype\s+([^\s>\[]+)", re.I)
+_DTD_DECL = re.compile(r"<!(element|entity|attlist|notation)\s", re.I)
+_ELEMENT = re.compile(r"<([A-Za-z_][\w.:-]*)")
+
+
+def sniff(head: bytes) -> tuple[Kind | None, bool]:
+    """Guess the kind from the first bytes: (kind or None, has an XML declaration).
+
+    Skips a BOM, whitespace, the XML declaration, comments and processing instructions,
+    then looks at the DOCTYPE, DTD declarations or the root element.
+    """
+    text = _head_text(head[:_SNIFF_BYTES]).lstrip()
+    has_decl = False
+    while text:
+        match = _DECL.match(text)
+        if match:
+            has_decl = True
+        else:
+            match = _COMMENT.match(text) or _PI.match(text)
+        if not match:
+            break
+        text = text[match.end():].lstrip()
+    doctype = _DOCTYPE.match(text)
+    if doctype:
+        return ("html" if doctype.group(1).lower() == "html" else "xml"), has_decl
+    if _DTD_DECL.match(text):
+        return "dtd", has_decl
+    element = _ELEMENT.match(text)
+    if element:
+        return ("html" if element.group(1).lower() == "html" else "xml"), has_decl
+    return ("xml" if has_decl else None), has_decl
+
+
+def classify(result: FetchResult) -> Kind:
+    """html, xml, dtd or other, from the Content-Type corrected by the first bytes."""
+    mime = result.content_type or ""
+    guess, has_decl = sniff(result.body)
+    path = _path(result.final_url)
+    if mime == "application/xml-dtd":
+        return "dtd"
+    if path.endswith(_DTD_SUFFIXES) and guess == "dtd":
+        return "dtd"
+    if mime in _HTML_TYPES:
+        # An XML declaration and a non-HTML root: a feed or document served as text/html.
+        return "xml" if has_decl and guess == "xml" else "html"
+    if mime in ("text/xml", "application/xml") or fnmatch.fnmatchcase(mime, "application/*+xml"):
+        return "html" if guess == "html" else "xml"
+    if mime in _SNIFF_TYPES and guess in ("html", "xml"):
+        return guess
+    return "other"
+
+
+def html_encoding(result: FetchResult, default: str = "utf-8") -> str:
+    """The codec name for an HTML body: BOM, then the header charset, then <meta>.
+
+    The order of ``w3lib.encoding.html_to_unicode`` (and of HTML5): a BOM is the strongest
+    evidence. Only the name is returned, so the body is decoded once, by its consumer.
+    """
+    bom_encoding, _bom = read_bom(result.body[:4])
+    if bom_encoding:
+        return bom_encoding
+    header = result.headers.get("content-type")
+    encoding = http_content_type_encoding(header) if header else None
+    if encoding is None:
+        encoding = html_body_declared_encoding(result.body[:4096])
+    if encoding in ("utf-16", "utf-32"):
+        encoding += "-be"   # no BOM: big-endian by definition
+    return encoding or default
+
+
+def _head_text(head: bytes) -> str:
+    """Enough of the head as text to sniff markup; UTF-16/32 by BOM, else byte-wise."""
+    bom_encoding, bom = read_bom(head)
+    if bom_encoding and bom:
+        return head[len(bom):].decode(bom_encoding, errors="ignore")
+    return head.decode("latin-1")

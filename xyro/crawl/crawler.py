@@ -1,0 +1,479 @@
+"""The crawl engine: one dispatcher thread, a pool of fetch workers — fetch, analyse, admit,
+record.
+
+Data flow (DESIGN.md §2): the dispatcher pops polite work from the :class:`Frontier`
+(robots.txt first, one request per host, delays), hands it to workers; a worker fetches and
+analyses the page (type, MD5, canonical links — the CPU-heavy part) and returns a
+:class:`_Done`; the dispatcher then frees the host's slot and completes the item through
+the frontier, which admits the page's links (seen-set, scope, depth, traps, suffixes) and
+hands the writer ONE :class:`FetchRecord` per page, whose transaction also moves the
+persisted frontier. A crash therefore loses at most the last unflushed batch, and a restart
+re-queues exactly what was not done.
+
+Policies live in their own modules: 429/503 retries (:mod:`xyro.crawl.retry_policy`), redirects
+followed through the frontier (:mod:`xyro.crawl.redirects`), documents waiting for their DTDs
+(:mod:`xyro.crawl.loader_needs`, one more producer of the frontier), sitemaps and feeds
+(:mod:`xyro.crawl.publishing`: recognised and parsed in the worker, their pages and dates handed
+to the frontier and the trust record on the dispatcher; paper 003 §3).
+
+Stopping (SIGTERM, a page or time budget): no new work is dispatched; in-flight fetches
+finish (each is bounded by the fetch deadline) or, if the stop cut them short, are given
+back — their frontier rows stay in the database. Then the writer is flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from metadata import FetchRecord, PageType, XmlVersion
+from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
+from xyro.clock import Clock
+from xyro.content.page import PageOutcome, analyse
+from xyro.crawl.activity import HostWarnings
+from xyro.crawl.admission import Source
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, Frontier, FrontierItem, Submitted
+from xyro.crawl.loader_needs import LoaderNeeds
+from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
+from xyro.crawl.redirects import Redirects
+from xyro.crawl.retry_policy import RetryPolicy
+from xyro.crawl.seenset import SeenSet
+from xyro.crawl.stats import CrawlStats
+from xyro.loader.document import LoadError
+from xyro.loader.pending import Held
+from xyro.loader.stage import LoaderStage, error_outcome
+from xyro.records import ErrorKind, FetchResult
+
+log = logging.getLogger("xyro.crawl.crawler")
+
+#: robots.txt fetch failures that mean the host cannot be reached at all.
+UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, ErrorKind.ADDRESS})
+
+#: Page fetch failures that back the host off (the host looks overloaded or unreachable).
+#: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
+#: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
+HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS})
+
+#: A URL's previous fetch (validators for conditional GET, access time and signature).
+Validators = PriorFetch
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSettings:
+    """Engine parameters (built from the config by the composition root)."""
+
+    workers: int = 64
+    follow_nofollow: bool = False
+    max_url_length: int = 2048
+    max_retries: int = 3                 # 429/503 put back this many times, then ERROR
+    max_redirects: int = 5               # hops followed (through the frontier) from one URL
+    progress_interval_s: float = 1.0     # real seconds between progress callbacks
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    item: FrontierItem
+    result: FetchResult
+    outcome: PageOutcome | None  # None for robots.txt fetches
+    needs: tuple[str, ...] = ()  # an XML document waiting for these DTDs/entities
+    version: XmlVersion | None = None
+    resumed: Held | None = None  # a pending document loaded again (its fetch is done)
+    prior: PriorFetch = NEVER_FETCHED  # the page's previous fetch, for its change date
+    publication: Publication | None = None  # the body was a sitemap or a feed
+
+
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """Work item: load a held document again, its DTDs/entities having arrived."""
+
+    held: Held
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSummary:
+    stop_reason: str
+    stats: dict[str, Any]
+
+
+class Crawler:
+    """Runs a polite crawl until a budget, a stop request, or an empty frontier."""
+
+    def __init__(self, *, frontier: Frontier, fetch: Callable[..., FetchResult],
+                 fetch_robots: Callable[..., FetchResult],
+                 validators: Callable[[str], Validators], submit: Callable[[Any], None],
+                 clock: Clock, settings: CrawlSettings, stats: CrawlStats | None = None,
+                 loader: LoaderStage | None = None,
+                 fetch_for_loader: Callable[..., FetchResult] | None = None,
+                 host_warnings: HostWarnings | None = None,
+                 publication: PublicationChannel | None = None) -> None:
+        """``submit``: the metadata writer's, for what is not a frontier move (XML versions,
+        loading status); the frontier records the pages and their moves itself.
+        ``publication``: the crawl's sitemaps, feeds and published dates (one per crawl)."""
+        self.frontier = frontier
+        self._fetch = fetch
+        self._fetch_robots = fetch_robots
+        self._validators = validators
+        self._submit = submit
+        self.clock = clock
+        self.settings = settings
+        self.stats = stats or CrawlStats()
+        self.loader = loader
+        self._host_warnings = host_warnings
+        self.publication = publication or PublicationChannel()
+        # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
+        self._fetch_for_loader = fetch_for_loader or fetch
+        self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._retries = RetryPolicy(settings.max_retries)
+        self._redirects = Redirects(settings.max_redirects, settings.max_url_length)
+        self._needs = None if loader is None else LoaderNeeds(
+            loader, frontier, submit, clock, settings.max_url_length, self._resume_later,
+            self._record)
+        self._in_flight = 0
+        self._pages_dispatched = 0
+
+    @property
+    def seen(self) -> SeenSet:
+        """The frontier's seen-set (every URL known to the crawl)."""
+        return self.frontier.seen
+
+    def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str]) -> int:
+        """Rebuild the seen-set from every known URL and the frontier from persisted rows."""
+        return self.frontier.restore(rows, known_urls)
+
+    # -- running -------------------------------------------------------------------------
+
+    def run(self, max_pages: int | None = None, max_seconds: float | None = None,
+            stop: threading.Event | None = None,
+            on_progress: Callable[[dict[str, Any]], None] | None = None,
+            until_exhausted: bool = True) -> CrawlSummary:
+        """Crawl until ``max_pages`` fetches, ``max_seconds`` of clock time, ``stop`` or exhaustion.
+
+        ``until_exhausted=False`` (the daemon) waits on an empty frontier for work that other
+        threads push (planner, reload) instead of returning.
+        """
+        stop = stop or threading.Event()
+        self._stop.clear()
+        deadline = None if max_seconds is None else self.clock.now() + max_seconds
+        threads = [threading.Thread(target=self._worker, name=f"xyro-fetch-{i}", daemon=True)
+                   for i in range(self.settings.workers)]
+        for t in threads:
+            t.start()
+        reason = "frontier exhausted"
+        last_progress = self.stats.elapsed_s
+        try:
+            while True:
+                self._wake.clear()
+                self._drain()
+                self._expire_pending()
+                reason = self._stop_reason(stop, deadline, max_pages) or reason
+                if reason != "frontier exhausted" or (until_exhausted and self._exhausted()):
+                    if self._in_flight == 0:
+                        break
+                    self._wait_for_results()
+                    continue
+                self._dispatch(max_pages)
+                if on_progress and self.stats.elapsed_s - last_progress >= self.settings.progress_interval_s:
+                    last_progress = self.stats.elapsed_s
+                    on_progress(self.snapshot())
+                if until_exhausted and self._exhausted() and self._in_flight == 0:
+                    break
+                self._wait_for_work()
+        finally:
+            self._stop.set()
+            for _ in threads:
+                self._work.put(None)
+            for t in threads:
+                t.join(timeout=5.0)
+        return CrawlSummary(reason, self.snapshot())
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = self.stats.snapshot(
+            queued=len(self.frontier), queued_by_priority=self.frontier.sizes(),
+            in_flight=self._in_flight, hosts_waiting=self.frontier.hosts_waiting,
+            seen_urls=len(self.seen))
+        if self.loader is not None:
+            snap["loader_pending"] = len(self.loader.pending)
+            snap["loader_cached"] = len(self.loader.cache)
+        snap["publication"] = self.publication.snapshot()
+        return snap
+
+    def _stop_reason(self, stop: threading.Event, deadline: float | None,
+                     max_pages: int | None) -> str | None:
+        if stop.is_set():
+            self._stop.set()  # lets in-flight fetches give up early
+            return "stop requested"
+        if deadline is not None and self.clock.now() >= deadline:
+            return "time budget reached"
+        if max_pages is not None and self._pages_dispatched >= max_pages:
+            return "page budget reached"
+        return None
+
+    def _exhausted(self) -> bool:
+        return len(self.frontier) == 0 and self.frontier.next_ready_time() is None
+
+    def _dispatch(self, max_pages: int | None) -> None:
+        now = self.clock.now()
+        while self._in_flight < self.settings.workers:
+            if max_pages is not None and self._pages_dispatched >= max_pages:
+                return
+            item = self.frontier.pop(now)
+            if item is None:
+                return
+            if item.kind == "disallowed":
+                self._unfetched(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
+                continue
+            if item.kind == "fetch":
+                self._pages_dispatched += 1
+            self._in_flight += 1
+            self._work.put(item)
+
+    def _wait_for_work(self) -> None:
+        """Sleep until a worker reports or the next host becomes ready (clock time)."""
+        if self._in_flight >= self.settings.workers:
+            self._wait_for_results()
+            return
+        nxt = self.frontier.next_ready_time()
+        delay = 1.0 if nxt is None else max(0.0, nxt - self.clock.now())
+        if delay > 0 and self._done.empty():
+            self.clock.wait(min(delay, 1.0), self._wake)
+
+    def _wait_for_results(self) -> None:
+        if self._done.empty():
+            self.clock.wait(1.0, self._wake)
+
+    # -- worker side ---------------------------------------------------------------------
+
+    def _worker(self) -> None:
+        while (work := self._work.get()) is not None:
+            if isinstance(work, _Resume):
+                self._done.put(self._resume(work.held))
+                self._wake.set()
+                continue
+            item = work
+            try:
+                done = self._process(item)
+            except Exception as exc:  # a bug must not kill the worker or lose the item
+                log.exception("internal error on %s", item.url)
+                result = FetchResult(url=item.url, final_url=item.url,
+                                     error_kind=ErrorKind.PARSE,
+                                     error_detail=f"internal error: {type(exc).__name__}: {exc}")
+                done = _Done(item, result, None if item.kind == "robots" else
+                             PageOutcome(PageType.ERROR, error_kind=ErrorKind.PARSE.value,
+                                         error_detail=result.error_detail))
+            self._done.put(done)
+            self._wake.set()
+
+    def _process(self, item: FrontierItem) -> _Done:
+        if item.kind == "robots":
+            return _Done(item, self._fetch_robots(item.url, stop=self._stop), None)
+        loader = self.loader
+        if loader is not None and loader.wanted(item.url):
+            # Unconditional: a 304 would leave the loader without the bytes it needs.
+            result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
+                                            stop=self._stop)
+            ok = result.error_kind is None and result.status is not None and result.status < 300
+            return _Done(item, result, analyse(result, None, self.settings.follow_nofollow,
+                                               self.settings.max_url_length),
+                         version=loader.store_entity(item.url, result) if ok else None)
+        prior = self._validators(item.url)
+        result = self._fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
+                             stop=self._stop)
+        outcome = analyse(result, prior.page_type, self.settings.follow_nofollow,
+                          self.settings.max_url_length)
+        if loader is not None and outcome.page_type == PageType.DTD:
+            return _Done(item, result, outcome, version=loader.store_entity(item.url, result),
+                         prior=prior)
+        publication = _publication(item, result, outcome)
+        if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
+            loaded = loader.load(item.url, result)
+            if loaded.outcome is None:
+                return _Done(item, result, outcome, needs=loaded.needs, prior=prior)
+            return _Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
+                         publication=publication)
+        return _Done(item, result, outcome, prior=prior, publication=publication)
+
+    def _resume(self, held: Held) -> _Done:
+        """Load a held document again (worker thread); errors become ERROR outcomes."""
+        assert self.loader is not None
+        try:
+            loaded = self.loader.load(held.item.url, held.result)
+        except Exception as exc:  # a bug must not kill the worker or lose the document
+            log.exception("internal error loading %s", held.item.url)
+            return _Done(held.item, held.result, error_outcome(
+                held.result, LoadError.PARSE, f"internal error: {type(exc).__name__}: {exc}"),
+                resumed=held)
+        if loaded.outcome is None:
+            return _Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
+        return _Done(held.item, held.result, loaded.outcome, version=loaded.version,
+                     resumed=held)
+
+    # -- dispatcher side: results --------------------------------------------------------
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                done = self._done.get_nowait()
+            except queue.Empty:
+                return
+            self._in_flight -= 1
+            if done.resumed is not None:
+                self._resumed_done(done)
+            elif done.outcome is None:
+                self._robots_done(done.item, done.result)
+            else:
+                self._page_done(done)
+
+    def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
+        now = self.clock.now()
+        status = result.status if result.error_kind in (None, ErrorKind.HTTP_STATUS) else None
+        self.frontier.robots.store(item.origin, status, result.body, now)
+        if status is not None and status < 300:
+            self.publication.offer_robots(self.frontier, item.origin)
+        # A robots.txt 404 is an answer (allow all), not a failure to back off from.
+        failed = status is None or status >= 500 or status == 429
+        self.frontier.done(item, result.retry_after_s, error=failed, now=now,
+                           started_at=result.started_at)
+        self.stats.robots_fetch()
+        if result.error_kind in UNREACHABLE:
+            detail = (f"robots.txt of {item.origin} could not be fetched "
+                      f"({result.error_detail}); the host is tried again later")
+            for queued in self.frontier.drain_origin(item.origin, item.host):
+                self._unfetched(queued, result.error_kind, detail)
+
+    def _page_done(self, done: _Done) -> None:
+        item, result, outcome = done.item, done.result, done.outcome
+        assert outcome is not None
+        now = self.clock.now()
+        if self._given_back(item, result) or self._retry_later(item, result, now):
+            return
+        self.frontier.done(item, result.retry_after_s,
+                           error=result.error_kind in HOST_FAILURES, now=now,
+                           started_at=result.started_at)
+        needs = self._needs
+        if needs is not None and needs.wanted(item.url):
+            outcome = needs.fetched(item, result, outcome)
+        if done.needs:
+            assert needs is not None
+            needs.wait(item, result, done.needs, None, now)
+            return
+        self._record(item, result, self._redirects.outcome(item.url, result, outcome), now,
+                     done.version, done.prior)
+        if done.publication is not None:
+            # Read when its body was complete: a date stamped by the server while answering
+            # is no later than that (the fetch start would make it look like the future).
+            self.publication.read(self.frontier, item.host, item.depth, done.publication,
+                                  result.finished_at or now)
+
+    def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
+                now: float, version: XmlVersion | None = None,
+                prior: PriorFetch = NEVER_FETCHED) -> None:
+        """Complete ``item`` with its page record; the frontier admits its links."""
+        fetched_at = result.started_at or now
+        record = FetchRecord(
+            url=item.url, fetched_at=fetched_at, page_type=outcome.page_type,
+            http_status=result.status, signature=outcome.signature,
+            not_modified=result.not_modified,
+            last_modified=self._change_date(item.url, result, outcome, prior, fetched_at),
+            etag=result.etag, children=tuple(c.url for c in outcome.children),
+            error_kind=outcome.error_kind, error_detail=outcome.error_detail,
+            content_type=result.content_type, size=len(result.body))
+        if self._redirects.is_redirect(outcome):
+            # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
+            links = [(c.url, item.priority) for c in outcome.children]
+            submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
+            queued = {o.url for o in submitted.queued}
+            self._redirects.not_queued([u for u, _ in links if u not in queued])
+        else:
+            links = [(c.url, DISCOVERY if c.likely_xml else BACKGROUND)
+                     for c in outcome.children]
+            submitted = self.frontier.complete(item, record, links)
+        self._count(submitted)
+        if version is not None:
+            self._submit(version)
+        self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
+                        result.not_modified, result.status, result.elapsed_s)
+        if outcome.error_kind is not None and self._host_warnings is not None:
+            self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
+
+    def _change_date(self, url: str, result: FetchResult, outcome: PageOutcome,
+                     prior: PriorFetch, fetched_at: float) -> float | None:
+        """The observation's change date: the server's Last-Modified, else a trusted
+        published date (DESIGN.md §6); the interval since the previous fetch is judged
+        against the listed date on the way (changed: the signature the writer compares)."""
+        changed: bool | None = None
+        if result.not_modified:
+            changed = False
+        elif outcome.signature is not None and prior.signature is not None:
+            changed = outcome.signature != prior.signature
+        return self.publication.change_date(url, prior.last_access, fetched_at, changed,
+                                            result.last_modified)
+
+    def _count(self, submitted: Submitted) -> None:
+        if submitted.new:
+            self.stats.discovered += submitted.new
+            for _, refusal in submitted.refused:
+                self.stats.refuse(refusal.counter)
+
+    def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
+        """A fetch cut short by a stop request is not an observation: it stays queued."""
+        if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
+            self.frontier.done(item, now=self.clock.now(), started_at=result.started_at)
+            self.frontier.give_back(item)
+            return True
+        return False
+
+    def _retry_later(self, item: FrontierItem, result: FetchResult, now: float) -> bool:
+        """429/503: slow the host down (Retry-After) and put the URL back, a few times."""
+        wait = self._retries.pause(item.url, result.status, result.retry_after_s)
+        if wait is None:
+            return False
+        # Retry-After alone sets the pause; the error back-off would stack on top of it.
+        self.frontier.requeue(item, not_before=now + wait, retry_after_s=wait, now=now,
+                              started_at=result.started_at)
+        return True
+
+    def _unfetched(self, item: FrontierItem, kind: ErrorKind, detail: str) -> None:
+        """``item`` ends without a fetch (robots.txt forbids it, or could not be fetched)."""
+        self.frontier.complete(item, FetchRecord(
+            url=item.url, fetched_at=self.clock.now(), page_type=PageType.ERROR,
+            error_kind=kind.value, error_detail=detail))
+        self.stats.page(PageType.ERROR.value, 0, kind.value, False)
+        if self._host_warnings is not None:
+            self._host_warnings.error(item.url, kind.value, detail)
+        if self._needs is not None:
+            self._needs.refused(item, detail)
+
+    # -- the loader: documents waiting for DTDs and entities ------------------------------
+
+    def _resume_later(self, held: Held) -> None:
+        """Load a held document again on a worker (its DTDs/entities have arrived)."""
+        self._in_flight += 1
+        self._work.put(_Resume(held))
+
+    def _resumed_done(self, done: _Done) -> None:
+        assert done.resumed is not None and self._needs is not None
+        self._needs.resumed(done.resumed, done.needs, done.outcome, done.version,
+                            self.clock.now())
+
+    def _expire_pending(self) -> None:
+        if self._needs is not None:
+            self._needs.expire(self.clock.now())
+
+
+def _publication(item: FrontierItem, result: FetchResult,
+                 outcome: PageOutcome) -> Publication | None:
+    """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff is a
+    regular expression over its first bytes, the parse bounded; paper 003 §3)."""
+    if outcome.page_type != PageType.XML or result.not_modified or not result.body:
+        return None
+    kind = sniff_publication(result.body)
+    if kind is None:
+        return None
+    return read_publication(result.body, result.final_url or item.url, kind)

@@ -1,0 +1,191 @@
+"""Sitemaps and feeds as producers of the frontier: the push channel of paper 003 §3.
+
+A site tells what it has and when each page last changed. DESIGN.md §2 makes sitemaps a
+producer of the frontier like seeds; DESIGN.md §6 lets their dates become change dates only
+while they prove reliable. This module is the wiring between the pure parsers
+(:mod:`xyro.publication.sitemaps`, :mod:`xyro.publication.feeds`), the trust record (:class:`PublishedDates`) and the
+frontier:
+
+* sources — the ``sitemaps`` config key, every ``Sitemap:`` line of a stored robots.txt, the
+  sitemaps a sitemap index lists — enter as :attr:`Source.PUBLICATION` at the seed level and
+  are remembered here, so :meth:`PublicationChannel.reread` can queue them again on a schedule
+  (the seen-set would skip them: a re-read enters as a refresh does);
+* a fetched body is recognised as a sitemap or a feed in the fetch worker, by a sniff of its
+  first element (:func:`sniff_publication`), and parsed there (:func:`read_publication`,
+  pure and bounded); back on the dispatcher, :meth:`PublicationChannel.read` queues the listed
+  pages (:attr:`Source.SITEMAP`, discovery level, one level deeper) and the listed sitemaps,
+  and hands the dates to :class:`PublishedDates`, keyed by the host of the listing;
+* :meth:`PublicationChannel.change_date` is the change date a fetch's observation records.
+
+Plain-text sitemaps and gzip-compressed sitemap files are not recognised (only XML
+``urlset``/``sitemapindex``, RSS, RDF and Atom bodies are).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from xyro.crawl.admission import Source
+from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier, Submitted
+from xyro.publication.feeds import FeedError, parse_feed
+from xyro.publication.published import PublishedDates
+from xyro.publication.sitemaps import SitemapError, parse_sitemap
+
+#: Frontier level of publication sources: the seeds' (a site's own list of its pages).
+SOURCE_PRIORITY = URGENT
+#: Frontier level of the pages a sitemap or feed lists (new pages chosen for discovery).
+LISTED_PRIORITY = DISCOVERY
+#: Seconds of slack under which a server's Last-Modified is just the time of the response
+#: (a dynamic page stamped "now"), not a change date (DESIGN.md §6, as refresh.last_modified).
+STAMP_TOLERANCE_S = 2.0
+#: Bytes of a body looked at to find its first element.
+SNIFF_BYTES = 1024
+
+Kind = Literal["sitemap", "feed"]
+
+# The first element after an optional BOM, XML declaration, comments, PIs and DOCTYPE.
+_FIRST_ELEMENT = re.compile(
+    rb"(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)*"
+    rb"<(?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)", re.DOTALL)
+_KINDS: dict[bytes, Kind] = {b"urlset": "sitemap", b"sitemapindex": "sitemap",
+                             b"rss": "feed", b"RDF": "feed", b"feed": "feed"}
+
+
+def sniff_publication(body: bytes) -> Kind | None:
+    """"sitemap" or "feed" when the first element of ``body`` is a sitemap's (``urlset``,
+    ``sitemapindex``) or a feed's (``rss``, ``rdf:RDF``, ``feed``), else None. Cheap: a
+    regular expression over the first :data:`SNIFF_BYTES` bytes (the parsers check the
+    namespaces)."""
+    match = _FIRST_ELEMENT.match(body[:SNIFF_BYTES])
+    return None if match is None else _KINDS.get(match.group(1))
+
+
+@dataclass(frozen=True, slots=True)
+class Publication:
+    """What one sitemap or feed listed: pages with their dates, and (index) sitemaps."""
+
+    kind: Kind
+    pages: tuple[tuple[str, float | None], ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    errors: int = 0
+
+
+def read_publication(body: bytes, url: str, kind: Kind) -> Publication | None:
+    """Parse ``body`` (fetched from ``url``, the final URL) as ``kind``; None when it is not
+    one after all. Pure and bounded (the parsers cap entries and bytes); for fetch workers.
+
+    Sitemaps may list any URL of their own host ("host" location rule): a site that keeps
+    its sitemaps in a folder of their own usually lists its whole site, and the crawl scope
+    still applies to every listed URL.
+    """
+    try:
+        if kind == "sitemap":
+            parsed = parse_sitemap(body, url, location="host")
+            entries = tuple((e.url, e.lastmod) for e in parsed.entries)
+            if parsed.kind == "index":
+                return Publication(kind, sitemaps=tuple(u for u, _ in entries),
+                                   errors=len(parsed.errors))
+            return Publication(kind, pages=entries, errors=len(parsed.errors))
+        feed = parse_feed(body, url)
+    except (SitemapError, FeedError):
+        return None
+    return Publication(kind, tuple((e.url, e.updated) for e in feed.entries),
+                       errors=len(feed.errors))
+
+
+class PublicationChannel:
+    """The known publication sources of one crawl and their dates (module docstring).
+
+    Thread-safe: the dispatcher reads publications and robots.txt files, the daemon's
+    schedule re-reads the sources from its own thread.
+    """
+
+    def __init__(self, dates: PublishedDates | None = None) -> None:
+        self.dates = dates or PublishedDates()
+        self._sources: dict[str, int] = {}  # url → link depth
+        self._reads = 0
+        self._lock = threading.Lock()
+
+    # -- sources ----------------------------------------------------------------------------
+
+    def offer(self, frontier: Frontier, urls: Iterable[str], depth: int = 0) -> Submitted:
+        """Queue publication sources (canonical URLs) at the seed level; already known ones
+        are skipped by the seen-set and wait for :meth:`reread`. Admitted ones are
+        remembered for the schedule."""
+        urls = list(urls)
+        submitted = frontier.submit(Source.PUBLICATION, urls, SOURCE_PRIORITY, depth=depth)
+        refused = {offer.url for offer, _ in submitted.refused}
+        with self._lock:
+            for url in urls:
+                if url not in refused:
+                    self._sources.setdefault(url, depth)
+        return submitted
+
+    def offer_robots(self, frontier: Frontier, origin: str) -> Submitted:
+        """The ``Sitemap:`` lines of ``origin``'s stored robots.txt (sitemaps.org: a site
+        announces its sitemaps there)."""
+        return self.offer(frontier, frontier.robots.sitemaps(origin))
+
+    def reread(self, frontier: Frontier, now: float) -> Submitted:
+        """Queue every known source again from ``now``: known to the seen-set, they enter as
+        the refresh planner's pages do (:attr:`Source.REFRESH` is not skipped as seen)."""
+        with self._lock:
+            items = list(self._sources.items())
+        return frontier.submit(Source.REFRESH, items, SOURCE_PRIORITY, not_before=now)
+
+    def __contains__(self, url: object) -> bool:
+        with self._lock:
+            return url in self._sources
+
+    # -- what a source said -----------------------------------------------------------------
+
+    def read(self, frontier: Frontier, host: str, depth: int, publication: Publication,
+             read_at: float) -> tuple[Submitted, Submitted | None]:
+        """A sitemap or feed of ``host`` at link ``depth`` was read at ``read_at``: its
+        pages enter as :attr:`Source.SITEMAP` one level deeper, its sitemaps (an index) as
+        sources, and the dates go to the trust record of ``host``."""
+        with self._lock:
+            self._reads += 1
+        pages = frontier.submit(Source.SITEMAP, [u for u, _ in publication.pages],
+                                LISTED_PRIORITY, depth=depth + 1)
+        self.dates.listed(host, publication.pages, read_at)
+        sitemaps = (self.offer(frontier, publication.sitemaps, depth + 1)
+                    if publication.sitemaps else None)
+        return pages, sitemaps
+
+    def change_date(self, url: str, previous_fetch: float | None, fetch: float,
+                    changed: bool | None, http_last_modified: float | None) -> float | None:
+        """The change date of this fetch's observation (DESIGN.md §6): the server's own
+        Last-Modified, else the listed date while the listing host is trusted.
+
+        A Last-Modified equal to the fetch time (within :data:`STAMP_TOLERANCE_S`) is the
+        time of the response, not a change date: a trusted listed date replaces it; without
+        one it is kept (the planner's reliability test judges it).
+
+        A page's first fetch is the exception: there is no interval to judge yet, and the
+        planner's per-page test (refresh.last_modified) wants every date of a history to be a
+        change date, the first included. A stamped first date would disqualify the page's
+        history for good even once its host is trusted, so the listed date (not in the
+        future) is recorded instead; on a host whose dates lie, the following stamped dates
+        fail that per-page test anyway and the page falls back to signatures (DESIGN.md §6).
+        """
+        stamped = http_last_modified is not None and \
+            http_last_modified >= fetch - STAMP_TOLERANCE_S
+        date = self.dates.change_date(url, previous_fetch, fetch, changed,
+                                      None if stamped else http_last_modified)
+        if date is None and stamped and previous_fetch is None:
+            listing = self.dates.listing(url)
+            if listing is not None and listing.published <= fetch:
+                return listing.published
+        return http_last_modified if date is None else date
+
+    def snapshot(self) -> dict[str, int]:
+        """Sources known, sources read, listed URLs, judged outcomes, trusted hosts."""
+        with self._lock:
+            sources, reads = len(self._sources), self._reads
+        return {"sources": sources, "read": reads, **self.dates.counts(),
+                "trusted_hosts": self.dates.trusted_sources()}

@@ -1,0 +1,159 @@
+"""The ranking job over the metadata store (``xyro rank`` and the daemon's schedule).
+
+Sizes the link graph from the store's counts, then either exports it whole and ranks it in
+memory, or, when that would not fit the configured budget, streams its child lists from the
+store into out-of-core slices (:func:`xyro.jobs.rank_job.rank_stream`, DESIGN.md §5 "Scale");
+runs direct importance and inverse interest, writes both back with mean 1 (in pieces, so
+the writer never turns all n values into Python objects at once), and records the run.
+``--edges`` ranks a bare edge list instead (no database involved).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metadata import JobRun, MetadataStore, SetRanks
+from ranking.results import ProgressFn
+from ranking.sweep import SolverParams
+from xyro.app import App
+from xyro.config import RankingConfig
+from xyro.errors import XyroError
+from xyro.jobs.rank_job import (RankParams, RankReport, fits_in_memory, rank_edges_file,
+                           rank_graph, rank_stream)
+
+WRITE_BACK_IDS = 1 << 16  # pages per SetRanks op
+SQLITE_HEAP_SHARE = 8      # `xyro rank`: SQLite's page caches get budget / 8 of the process
+
+
+@dataclass(frozen=True, slots=True)
+class RankSummary:
+    """What one ranking run did, for the CLI and the job log."""
+
+    pages: int
+    links: int
+    report: RankReport
+    top_importance: tuple[tuple[str, float], ...]
+    top_interest: tuple[tuple[str, float], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.report
+        return {
+            "pages": self.pages, "links": self.links, "seconds": round(r.seconds, 3),
+            "out_of_core": r.out_of_core, "slices": r.slices,
+            "importance_iterations": r.importance_iterations,
+            "importance_residual": r.importance_residuals[-1] if r.importance_residuals else None,
+            "interest_iterations": r.interest_iterations,
+            "interest_residual": r.interest_residuals[-1] if r.interest_residuals else None,
+            "top_importance": dict(self.top_importance),
+            "top_interest": dict(self.top_interest),
+        }
+
+
+def rank_params(cfg: RankingConfig, work_dir: Path | None = None) -> RankParams:
+    """The ranking section of the config as solver parameters."""
+    return RankParams(
+        solver=SolverParams(damping=cfg.damping, tol=cfg.tolerance, max_iter=cfg.max_iter),
+        dangling=cfg.dangling,
+        interest_from_importance=cfg.interest_teleport == "xml_importance",
+        memory_budget_bytes=cfg.memory_budget_mb * 2**20, work_dir=work_dir)
+
+
+def run_rank(app: App, progress: ProgressFn | None = None, top: int = 10) -> RankSummary:
+    """Rank the store's link graph and write importance and interest back (mean 1).
+
+    The process is this command's own, so the memory budget covers all of it, SQLite
+    included: its page caches are held to a share of the budget (:func:`sqlite_heap_limit`).
+    Without that, the writer's cache (512 MB) fills with every ``urls`` page the write-back
+    touches: +358 MB for 2M pages, against +102 MB under a 64 MB limit, in the same time."""
+    budget = app.config.ranking.memory_budget_mb * 2**20
+    with sqlite_heap_limit(budget // SQLITE_HEAP_SHARE), app.open_store() as store:
+        writer = store.writer(now=app.clock.now)
+        try:
+            return rank_store(app, store, writer.submit, progress, top)
+        finally:
+            writer.close()
+
+
+@contextmanager
+def sqlite_heap_limit(limit: int) -> Iterator[None]:
+    """SQLite's soft heap limit (process-wide: every connection's page cache recycles its
+    pages rather than grow past it) for the block; the previous limit is restored after."""
+    with closing(sqlite3.connect(":memory:")) as conn:
+        previous = conn.execute("PRAGMA soft_heap_limit").fetchone()[0]
+        conn.execute(f"PRAGMA soft_heap_limit = {int(limit)}")
+    try:
+        yield
+    finally:
+        with closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute(f"PRAGMA soft_heap_limit = {int(previous)}")
+
+
+def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
+               progress: ProgressFn | None = None, top: int = 10) -> RankSummary:
+    """Rank ``store``'s graph; results and the job record go through ``submit`` (the writer)."""
+    started = app.clock.now()
+    n, m = store.graph_counts()
+    if n == 0:
+        raise XyroError(f"the database {app.database_path} holds no pages yet: crawl "
+                        "first (`xyro crawl` or `xyro demo`), or rank a file with "
+                        "`xyro rank --edges FILE.npz`")
+    params = rank_params(app.config.ranking, app.database_path.parent)
+    if fits_in_memory(n, m, params.memory_budget_bytes):
+        graph = store.export_graph()
+        n, m = graph.n, graph.m
+        report = rank_graph(graph.indptr, graph.indices, graph.xml_mask, params, progress)
+        del graph
+    else:  # n and m as counted; the snapshot streamed may hold a few more (crawled since)
+        report = rank_stream(store.stream_graph, params, progress)
+        n = len(report.importance)
+    ids = np.arange(1, n + 1, dtype=np.int64)  # URL ids are dense 1..n, row k = id k + 1
+    interest = report.interest if report.interest_iterations else None
+    _write_back(submit, ids, report.importance, interest)
+    finished = app.clock.now()  # durations on the injected clock, as JobRun's times
+    submit(JobRun("rank", started, finished, "ok",
+                  f"{n} pages, {m} links, {finished - started:.1f} s"))
+    tops = [_top(store.url_of, ids, values, top) for values in (report.importance, interest)]
+    return RankSummary(n, m, report, tops[0], tops[1])
+
+
+def _write_back(submit: Callable[[Any], None], ids: np.ndarray, importance: np.ndarray,
+                interest: np.ndarray | None) -> None:
+    """Both rankings as SetRanks ops of :data:`WRITE_BACK_IDS` pages each (views, no copy)."""
+    for a in range(0, len(ids), WRITE_BACK_IDS):
+        part = slice(a, a + WRITE_BACK_IDS)
+        submit(SetRanks(ids[part], importance[part],
+                        None if interest is None else interest[part]))
+
+
+def rank_edges(path: Path, app: App, progress: ProgressFn | None = None,
+               top: int = 10) -> RankSummary:
+    """Rank a bare .npz edge list (n, src, dst[, xml]); node ids stand for URLs."""
+    report = rank_edges_file(path, rank_params(app.config.ranking), progress)
+    with np.load(path) as data:
+        links = int(data["src"].shape[0])
+    ids = np.arange(report.importance.shape[0])
+    interest = report.interest if report.interest_iterations else None
+    return RankSummary(int(ids.shape[0]), links, report,
+                       _top(_node, ids, report.importance, top),
+                       _top(_node, ids, interest, top))
+
+
+def _node(i: int) -> str:
+    return f"node {i}"
+
+
+def _top(url_of: Any, ids: np.ndarray, values: np.ndarray | None,
+         k: int) -> tuple[tuple[str, float], ...]:
+    if values is None or values.size == 0 or k <= 0:
+        return ()
+    order = np.argsort(-values, kind="stable")[:k]
+    return tuple((url_of(int(ids[i])) or f"id {int(ids[i])}", round(float(values[i]), 4))
+                 for i in order)
+

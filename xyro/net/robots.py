@@ -1,0 +1,211 @@
+"""robots.txt cache per RFC 9309, parsed with protego (DESIGN.md §7).
+
+Keyed by origin "scheme://host[:port]" (:func:`xyro.net.urls.robots_origin`): RFC 9309 §2.3 says
+a robots.txt governs only its own scheme, host and port. The engine fetches
+``robots_url(origin)`` with the fetcher and hands the outcome to :meth:`RobotsCache.store`:
+
+- 2xx: the body (first 500 KiB, RFC 9309 §2.5) is parsed with protego; a body that protego
+  cannot parse counts as empty (allow all) — protego is lenient and ignores bad lines.
+- 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects
+  (§2.3.1.2 lets us call that unavailable): allow all (§2.3.1.3).
+- 5xx, 429, any other status, or unreachable (status None: DNS, connect, timeout; §2.3.1.4):
+  disallow all until ``fetched_at + unreachable_retry_s``,
+  then the robots.txt is fetched again. (429 is treated like 5xx, as Google does: the server
+  asks us to back off.)
+
+Entries expire ``ttl_s`` (≤ 24 h, §2.4) after the fetch. The product token is matched case
+insensitively (protego lowercases both sides). Crawl-delay (or Request-rate, as seconds per
+request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
+days. /robots.txt itself is always allowed. Thread-safe (one lock): fetch workers may check
+redirect hops with :meth:`verdict`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from protego import Protego
+
+from xyro.clock import Clock
+from xyro.net.urls import canonicalize, robots_origin, robots_url
+
+log = logging.getLogger(__name__)
+
+MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; we parse at most that
+MAX_TTL_S = 86_400.0
+
+StateKind = Literal["needs_fetch", "allowed", "disallow_all"]
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsState:
+    """What the cache knows of an origin: fetch robots.txt, obey ``rules``, or wait ``until``.
+
+    ``rules`` is None for "allow all" (4xx); ``until`` is the POSIX time a disallow-all ends.
+    """
+
+    kind: StateKind
+    rules: Protego | None = None
+    until: float = 0.0
+
+
+NEEDS_FETCH = RobotsState("needs_fetch")
+
+
+@dataclass(slots=True)
+class _Entry:
+    state: RobotsState
+    expires: float
+    crawl_delay: float
+    sitemaps: list[str]
+
+
+class RobotsCache:
+    """robots.txt rules per origin, with TTL, capped Crawl-delay and Sitemap lines."""
+
+    def __init__(
+        self,
+        user_agent_token: str,
+        clock: Clock,
+        ttl_s: float = MAX_TTL_S,
+        unreachable_retry_s: float = 3600.0,
+        max_crawl_delay_s: float = 60.0,
+        max_entries: int = 100_000,
+        max_body_bytes: int = MAX_ROBOTS_BYTES,
+    ) -> None:
+        token = user_agent_token.strip()
+        if not token or any(c.isspace() or c == "/" for c in token):
+            raise ValueError(
+                f"robots user-agent token {user_agent_token!r} must be one product token "
+                "like 'XyroBot' (no spaces, no version)")
+        if not 0 < ttl_s <= MAX_TTL_S:
+            raise ValueError(f"robots ttl_s must be in (0, {MAX_TTL_S:.0f}] seconds (RFC 9309), got {ttl_s}")
+        if unreachable_retry_s <= 0 or max_crawl_delay_s < 0 or max_entries < 1 or max_body_bytes < 1:
+            raise ValueError("robots unreachable_retry_s, max_entries and max_body_bytes must be > 0 "
+                             "and max_crawl_delay_s >= 0")
+        self.token = token
+        self._clock = clock
+        self.ttl_s = float(ttl_s)
+        self.unreachable_retry_s = float(unreachable_retry_s)
+        self.max_crawl_delay_s = float(max_crawl_delay_s)
+        self.max_entries = max_entries
+        self.max_body_bytes = max_body_bytes
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()  # LRU: oldest first
+        self._lock = threading.Lock()
+        self.parse_failures = 0
+
+    # -- what the frontier asks ------------------------------------------------------
+
+    def state(self, origin: str, now: float | None = None) -> RobotsState:
+        """``needs_fetch``, ``allowed`` (with rules, None = all) or ``disallow_all`` (until)."""
+        now = self._clock.now() if now is None else now
+        with self._lock:
+            entry = self._live(origin, now)
+            return NEEDS_FETCH if entry is None else entry.state
+
+    def verdict(self, url: str, now: float | None = None, origin: str | None = None,
+                ) -> Literal["allowed", "disallowed", "unknown"]:
+        """For one URL: allowed, disallowed (by rules or disallow-all), or unknown (fetch first).
+
+        ``origin``: the URL's :func:`robots_origin` if the caller has it already.
+        """
+        if origin is None:
+            try:
+                origin = robots_origin(url)
+            except ValueError:
+                return "disallowed"
+        if url == robots_url(origin):
+            return "allowed"
+        st = self.state(origin, now)
+        if st.kind == "needs_fetch":
+            return "unknown"
+        if st.kind == "disallow_all":
+            return "disallowed"
+        if st.rules is None:
+            return "allowed"
+        with self._lock:  # protego caches matches in dicts: keep it single-threaded
+            ok = st.rules.can_fetch(url, self.token)
+        return "allowed" if ok else "disallowed"
+
+    def allowed(self, url: str, now: float | None = None, origin: str | None = None) -> bool:
+        """True only if robots.txt is known and lets us fetch ``url`` (unknown → False)."""
+        return self.verdict(url, now, origin) == "allowed"
+
+    def crawl_delay(self, origin: str) -> float:
+        """Crawl-delay in seconds for our token (0 if none or unknown), capped."""
+        with self._lock:
+            entry = self._entries.get(origin)
+            return entry.crawl_delay if entry else 0.0
+
+    def sitemaps(self, origin: str) -> list[str]:
+        """Canonical http(s) Sitemap URLs listed in the origin's robots.txt."""
+        with self._lock:
+            entry = self._entries.get(origin)
+            return list(entry.sitemaps) if entry else []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- what the engine reports -----------------------------------------------------
+
+    def store(self, origin: str, status: int | None, body: bytes | None, fetched_at: float) -> RobotsState:
+        """Record the outcome of fetching ``robots_url(origin)``; returns the new state.
+
+        ``status`` is the final HTTP status after redirects, or None when the server was
+        unreachable; ``body`` the (capped) bytes of a 2xx response.
+        """
+        if status is not None and 200 <= status < 300:
+            rules, delay, sitemaps = self._parse(origin, body or b"")
+            entry = _Entry(RobotsState("allowed", rules), fetched_at + self.ttl_s, delay, sitemaps)
+        elif status is not None and 300 <= status < 500 and status != 429:
+            entry = _Entry(RobotsState("allowed", None), fetched_at + self.ttl_s, 0.0, [])
+        else:
+            until = fetched_at + self.unreachable_retry_s
+            entry = _Entry(RobotsState("disallow_all", until=until), until, 0.0, [])
+        with self._lock:
+            self._entries[origin] = entry
+            self._entries.move_to_end(origin)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return entry.state
+
+    def _live(self, origin: str, now: float) -> _Entry | None:
+        entry = self._entries.get(origin)
+        if entry is None:
+            return None
+        if now >= entry.expires:
+            del self._entries[origin]
+            return None
+        self._entries.move_to_end(origin)
+        return entry
+
+    def _parse(self, origin: str, body: bytes) -> tuple[Protego | None, float, list[str]]:
+        if len(body) > self.max_body_bytes:
+            # Cut at the last full line inside the cap so no rule is half-read.
+            cut = body.rfind(b"\n", 0, self.max_body_bytes)
+            body = body[: cut + 1 if cut >= 0 else self.max_body_bytes]
+        text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
+        try:
+            rules = Protego.parse(text)
+            delay = self._delay(rules)
+            sitemaps = [u for s in rules.sitemaps if (u := canonicalize(s, base=robots_url(origin)))]
+        except Exception as exc:  # noqa: BLE001 — a hostile robots.txt must never crash the crawl
+            self.parse_failures += 1
+            log.warning("robots.txt of %s could not be parsed (%s: %s); treating it as empty",
+                        origin, type(exc).__name__, exc)
+            return None, 0.0, []
+        return rules, delay, sitemaps
+
+    def _delay(self, rules: Protego) -> float:
+        delay = rules.crawl_delay(self.token)
+        rate = rules.request_rate(self.token)
+        if rate is not None and rate.requests > 0:
+            delay = max(delay or 0.0, rate.seconds / rate.requests)
+        if delay is None or not math.isfinite(delay) or delay < 0:
+            return 0.0
+        return min(float(delay), self.max_crawl_delay_s)

@@ -1,0 +1,130 @@
+"""One crawl session over the metadata store: restore, seed, run, record (``xyro crawl``).
+
+SIGTERM and SIGINT set the stop event: the engine stops dispatching, in-flight fetches end
+or are given back, the writer flushes, and the run returns normally (exit code 0).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from metadata import JobRun, MetadataStore, SetState, crawl_queries
+from xyro.app import App, CrawlParts, build_crawler
+from xyro.crawl.activity import refused_private
+from xyro.crawl.admission import Source
+from xyro.crawl.crawler import Crawler, CrawlSummary
+from xyro.crawl.frontier import URGENT, Frontier
+from xyro.errors import UsageError
+from xyro.net.urls import canonicalize
+from xyro.service.metrics import serve_metrics
+from xyro.service.signals import handle_signals
+
+log = logging.getLogger("xyro.crawl")
+
+#: Frontier priority of seeds and configured start URLs.
+SEED_PRIORITY = URGENT
+
+
+def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
+              stop: threading.Event | None = None, enforce_politeness: bool = True,
+              on_progress: Callable[[dict[str, Any]], None] | None = None,
+              customize: Callable[[CrawlParts], None] | None = None) -> CrawlSummary:
+    """Resume the persisted frontier, add the configured seeds, crawl, and record the run.
+
+    ``customize`` may adjust the wired parts before the run (tests switch rules off this way
+    to show that the checks would catch a crawler without them).
+    """
+    stop = stop or threading.Event()
+    started = app.clock.now()
+    with app.open_store() as store, serve_metrics(app.config.metrics) as metrics:
+        parts = build_crawler(app, store, enforce_politeness=enforce_politeness)
+        metrics.watch(parts.crawler, parts.writer)
+        try:
+            crawler = parts.crawler
+            if customize is not None:
+                customize(parts)
+            resumed = restore_frontier(store, crawler,
+                                       app.config.scope.allow_private_addresses)
+            seeded = queue_seeds(crawler.frontier, app.config.seeds)
+            seeded += queue_sitemaps(crawler, app.config.sitemaps)
+            if resumed + seeded == 0:
+                _nothing_queued(store, crawler, bool(app.config.seeds))
+            log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
+                     resumed, seeded, app.config.crawler.workers)
+            with handle_signals(stop):
+                summary = crawler.run(max_pages, max_seconds, stop, on_progress)
+            parts.writer.submit(SetState("crawl.last_run", json.dumps(summary.stats)))
+            parts.writer.submit(JobRun("crawl", started, app.clock.now(), "ok",
+                                       summary.stop_reason))
+        finally:
+            parts.close()
+    log.info("crawl finished (%s): %s", summary.stop_reason,
+             crawler.stats.progress_line(summary.stats.get("queued", 0)))
+    return summary
+
+
+def queue_seeds(frontier: Frontier, seeds: Iterable[str]) -> int:
+    """Offer configured seeds to the frontier (known ones are skipped: seeds are re-read on
+    every start); refused ones are named in the log. Returns how many were queued."""
+    canonical = [c for c in map(canonicalize, seeds) if c is not None]
+    submitted = frontier.submit(Source.SEED, canonical, SEED_PRIORITY)
+    for offer, refusal in submitted.refused:
+        log.warning("seed %s refused (%s); check the scope keys of the configuration",
+                    offer.url, refusal)
+    return len(submitted.queued)
+
+
+def queue_sitemaps(crawler: Crawler, sitemaps: Iterable[str]) -> int:
+    """Offer the configured sitemaps (the ``sitemaps`` key) to the frontier as publication
+    sources (paper 003 §3); known ones are skipped and re-read on the daemon's schedule.
+    Returns how many were queued."""
+    canonical = [c for c in map(canonicalize, sitemaps) if c is not None]
+    if not canonical:
+        return 0
+    submitted = crawler.publication.offer(crawler.frontier, canonical)
+    for offer, refusal in submitted.refused:
+        log.warning("sitemap %s refused (%s); check the scope keys of the configuration",
+                    offer.url, refusal)
+    return len(submitted.queued)
+
+
+def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None:
+    """An empty frontier at the start: an error on a new database, a hint on an old one."""
+    hint = ("add start URLs with `xyro seed URL...` or the `seeds` config key, or queue "
+            "due refreshes with `xyro plan --run`")
+    if not has_seeds and len(crawler.seen) == 0:
+        raise UsageError(f"nothing to crawl: {store.path} knows no URL and the configuration "
+                         f"has no seeds; {hint}")
+    log.warning("nothing to crawl: the frontier in %s is empty and every seed is known "
+                "already; %s", store.path, hint)
+
+
+def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True) -> int:
+    """Seen-set from every known URL, frontier from the persisted rows; returns rows queued.
+
+    With ``allow_private`` off, queued URLs on private or loopback IP literals (what a demo
+    leaves behind) are named in one warning: each would otherwise end silently as an
+    ``address`` ERROR record.
+    """
+    conn = store.read_connection()
+    try:
+        rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
+        restored = crawler.restore(rows, crawl_queries.known_urls(conn))
+    finally:
+        conn.close()
+    if not allow_private:
+        _warn_private([row[0] for row in rows])
+    return restored
+
+
+def _warn_private(urls: list[str]) -> None:
+    refused = refused_private(urls)
+    if refused:
+        log.warning("%d of %d queued URLs are on private or loopback addresses (e.g. %s); "
+                    "scope.allow_private_addresses is false, so each will end as an "
+                    "'address' ERROR record. Set it to true if you meant to crawl them",
+                    len(refused), len(urls), refused[0])

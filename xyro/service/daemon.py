@@ -1,0 +1,245 @@
+"""``xyro run``: the daemon. Crawls without end; ranks and reports on a schedule.
+
+The crawl engine runs in the main thread and never stops on an empty frontier (the periodic
+jobs and SIGHUP may add work). APScheduler 3 (a BackgroundScheduler in UTC, coalescing,
+one instance per job) runs the refresh planner once per time unit (its due folder goes
+into the live frontier), the ranking job every ``ranking.schedule_s``, a re-read of every
+known sitemap and feed every ``publication.refresh_s`` (paper 003 §3), and a status job
+that publishes the crawl counters to the database (``xyro status``) and to systemd
+(``STATUS=``). Schedules run on the wall clock; with an accelerated clock their intervals
+are divided by its speed so that they keep their place on the simulated time line.
+
+Signals: SIGTERM/SIGINT stop (in-flight fetches end or go back, the writer flushes, exit 0);
+SIGHUP re-reads the configuration file: new seeds are queued, the log level changes, and
+keys that need a restart are named in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from metadata import JobRun, MetadataStore, SetState
+from xyro.app import App, CrawlParts, build_crawler
+from xyro.config import XyroConfig
+from xyro.crawl.activity import SummaryLine
+from xyro.crawl.admission import Source
+from xyro.errors import XyroError
+from xyro.jobs.plan_job import PlannerSettings, RefreshPlanner
+from xyro.jobs.rank_run import rank_store
+from xyro.net.urls import canonicalize
+from xyro.service.crawl_run import queue_seeds, queue_sitemaps, restore_frontier
+from xyro.service.logs import setup_logging
+from xyro.service.metrics import JobFigures, MetricsEndpoint
+from xyro.service.sdnotify import Notifier
+from xyro.service.signals import handle_signals
+
+log = logging.getLogger("xyro.service.daemon")
+
+STATUS_INTERVAL_S = 10.0  # real seconds between status publications
+
+IDLE_HINT = ("waiting for the refresh planner's next time unit (refresh.time_unit_s) or for "
+             "new seeds (the `seeds` key, then `systemctl reload xyro`; URLs added with "
+             "`xyro seed` are read at the next start)")
+
+
+class _Stopped(Exception):
+    """Raised inside a long job when the daemon is stopping."""
+
+
+class Daemon:
+    """Builds everything from the app's config and runs until stopped."""
+
+    def __init__(self, app: App, notifier: Notifier,
+                 reload_config: Callable[[], XyroConfig] | None = None) -> None:
+        self.app = app
+        self.notifier = notifier
+        self._reload_config = reload_config
+        self.stop = threading.Event()
+        self._reload = threading.Event()
+        self._parts: CrawlParts | None = None
+        self._store: MetadataStore | None = None
+        self.jobs = JobFigures()  # last planner/ranking runs, for /metrics
+        self.metrics = MetricsEndpoint(app.config.metrics)  # bound in run(): .port, .url
+        self._summary = SummaryLine()
+        self._due_this_unit: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def run(self) -> None:
+        started = self.app.clock.now()
+        with self.app.open_store(create=True) as store, self.metrics.start():
+            self._store = store
+            self._parts = parts = build_crawler(self.app, store)
+            self.metrics.watch(parts.crawler, parts.writer, self.jobs)
+            scheduler = self._scheduler()
+            try:
+                resumed = restore_frontier(store, parts.crawler,
+                                           self.app.config.scope.allow_private_addresses)
+                seeded = self._add_seeds(self.app.config.seeds)
+                seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
+                log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
+                scheduler.start()
+                self.notifier.ready(f"crawling; {resumed + seeded} URLs queued")
+                summary = parts.crawler.run(stop=self.stop, until_exhausted=False)
+                log.info("crawl loop ended: %s", summary.stop_reason)
+            finally:
+                self.notifier.stopping()
+                self.stop.set()
+                scheduler.shutdown(wait=True)
+                self._summary_job()
+                self._publish(final=True)
+                parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
+                                           "stopped"))
+                parts.close()
+                self._parts = self._store = None
+
+    def signals(self) -> AbstractContextManager[object]:
+        """SIGTERM/SIGINT stop (a second one exits at once), SIGHUP reloads; the previous
+        handlers come back when the block ends (:mod:`xyro.service.signals`; main thread only)."""
+        return handle_signals(self.stop, self._reload)
+
+    # -- the schedule ----------------------------------------------------------------
+
+    def _scheduler(self) -> BackgroundScheduler:
+        scale = float(getattr(self.app.clock, "speed", 1.0))
+        scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
+        scheduler.add_job(self._rank_job, "interval", id="rank",
+                          seconds=max(1.0, self.app.config.ranking.schedule_s / scale))
+        scheduler.add_job(self._plan_job, id="plan-now")  # no trigger: once, at start
+        scheduler.add_job(self._plan_job, "interval", id="plan",
+                          seconds=max(1.0, self.app.config.refresh.time_unit_s / scale))
+        scheduler.add_job(self._publication_job, "interval", id="publication",
+                          seconds=max(1.0, self.app.config.publication.refresh_s / scale))
+        scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
+        scheduler.add_job(self._summary_job, "interval", id="summary",
+                          seconds=self.app.config.log.summary_interval_s)
+        scheduler.add_job(self._reload_job, "interval", id="reload", seconds=1.0)
+        scheduler.add_job(self._idle_job, "interval", id="idle", seconds=1.0)
+        return scheduler
+
+    def _rank_job(self) -> None:
+        assert self._store is not None and self._parts is not None
+
+        def progress(_p: Any) -> None:
+            if self.stop.is_set():
+                raise _Stopped
+
+        try:
+            summary = rank_store(self.app, self._store, self._parts.writer.submit, progress)
+            log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
+                     summary.report.seconds)
+            self.jobs.ranked(summary.report.seconds)
+        except _Stopped:
+            log.info("ranking interrupted: the daemon is stopping")
+        except (XyroError, ValueError) as exc:
+            log.warning("ranking skipped: %s", exc)
+            self.jobs.failed("rank", "skipped")
+        except Exception:  # a job failure must not stop the crawl
+            log.exception("ranking failed")
+            self.jobs.failed("rank", "failed")
+
+    def _plan_job(self) -> None:
+        """Each time unit: estimate rates, re-file pages, and queue the due folder (§6)."""
+        assert self._store is not None and self._parts is not None
+        conn = self._store.read_connection()
+        try:
+            planner = RefreshPlanner(conn, self._parts.writer.submit, self.app.clock,
+                                     PlannerSettings.from_config(self.app.config.refresh))
+            due = planner.run_unit()
+        except (XyroError, ValueError) as exc:
+            log.warning("refresh planning skipped: %s", exc)
+            self.jobs.failed("plan", "skipped")
+            return
+        except Exception:  # a job failure must not stop the crawl
+            log.exception("refresh planning failed")
+            self.jobs.failed("plan", "failed")
+            return
+        finally:
+            conn.close()
+        queued, refused = self._queue_planned(planner.offers(due))
+        self.jobs.planned(planner.last_unit)
+        self._due_this_unit = len(due)
+        log.info("refresh unit planned: %d pages queued%s", queued,
+                 f", {refused} refused by the admission" if refused else "")
+
+    def _queue_planned(self, by_priority: dict[int, list[tuple[str, int]]]) -> tuple[int, int]:
+        """The unit's pages into the live frontier, through its admission with their stored
+        depths; returns (queued or queued already, refused)."""
+        assert self._parts is not None
+        queued = refused = 0
+        for priority, items in by_priority.items():
+            sub = self._parts.crawler.frontier.submit(Source.REFRESH, items, priority)
+            queued += len(sub.queued) + sub.known
+            refused += len(sub.refused)
+        return queued, refused
+
+    def _publication_job(self) -> None:
+        """Re-read every known sitemap and feed: their pages and dates may have moved."""
+        assert self._parts is not None
+        crawler = self._parts.crawler
+        sub = crawler.publication.reread(crawler.frontier, self.app.clock.now())
+        log.info("publication sources queued for a re-read: %d", len(sub.queued) + sub.known)
+
+    def _status_job(self) -> None:
+        self._publish(final=False)
+
+    def _idle_job(self) -> None:
+        if self._parts is not None:
+            self._summary.watch_idle(self._parts.crawler.snapshot(), IDLE_HINT)
+
+    def _summary_job(self) -> None:
+        if self._parts is not None:
+            self._summary.emit(self._parts.crawler.snapshot(), self._due_this_unit)
+
+    def _publish(self, final: bool) -> None:
+        if self._parts is None:
+            return
+        # updated_at (crawl clock): lets `xyro status` tell a live snapshot from a stale one.
+        snap = {**self._parts.crawler.snapshot(), "updated_at": self.app.clock.now()}
+        key = "crawl.last_run" if final else "crawl.live"
+        self._parts.writer.submit(SetState(key, json.dumps(snap, default=str)))
+        self.notifier.status(f"{snap['pages']} pages, {snap['pages_per_s']} pages/s, "
+                             f"{snap['queued']} queued, "
+                             f"{sum(snap['errors_by_kind'].values())} errors")
+
+    def _reload_job(self) -> None:
+        if not self._reload.is_set() or self._reload_config is None:
+            return
+        self._reload.clear()
+        self.notifier.notify(reloading=1)
+        try:
+            new = self._reload_config()
+        except XyroError as exc:
+            log.error("reload refused, keeping the running configuration: %s", exc)
+        else:
+            self._apply(new)
+        self.notifier.ready("configuration reloaded")
+
+    def _apply(self, new: XyroConfig) -> None:
+        old = self.app.config
+        setup_logging(new.log.level, new.log.format)
+        added = self._add_seeds(s for s in new.seeds if s not in old.seeds)
+        if self._parts is not None:
+            added += queue_sitemaps(self._parts.crawler,
+                                    [s for s in new.sitemaps if s not in old.sitemaps])
+        changed = [k for k in type(new).model_fields
+                   if k not in ("seeds", "sitemaps", "log") and getattr(new, k) != getattr(old, k)]
+        log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
+                 f"; restart to apply: {', '.join(changed)}" if changed else "")
+
+    def _add_seeds(self, seeds: Any) -> int:
+        """Queue seeds (at start, or new ones on reload); a scope derived from the seeds
+        ("the hosts of the seeds") grows with them."""
+        assert self._parts is not None
+        seeds = [c for c in map(canonicalize, seeds) if c is not None]
+        frontier = self._parts.crawler.frontier
+        frontier.admission.add_seeds(seeds)
+        return queue_seeds(frontier, seeds)
