@@ -13,8 +13,8 @@ Layout (DESIGN.md §1), top to bottom; each package imports only those below it
 - ``loader/``       the XML loader
 - ``content/``      what a body is and holds (pure)
 - ``net/``          the network edge: fetcher, connections, bodies, DNS, robots.txt, URLs
-- ``config.py``, ``config_yaml.py``, ``clock.py``, ``errors.py``, ``records.py``,
-  ``affinity.py``: the shared leaves
+- ``config.py``, ``config_load.py``, ``config_yaml.py``, ``clock.py``, ``errors.py``,
+  ``records.py``, ``affinity.py``: the shared leaves
 - ``synthweb/``     the synthetic web for the demo and tests (imports only the leaves)
 """
 

@@ -139,7 +139,7 @@ def xyro_child(seeds_file: Path, state_dir: Path, budget: int, workers: int,
     """Crawl the web with Xyro in this process; returns the measured figures."""
     from xyro.app import App
     from xyro.clock import WallClock
-    from xyro.config import load_config
+    from xyro.config_load import load_config
     from xyro.service.crawl_run import run_crawl
 
     seeds = seeds_file.read_text().split()

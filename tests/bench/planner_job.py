@@ -43,7 +43,8 @@ from metadata import FetchRecord, MetadataStore, PageType
 from metadata.urlkeys import url_hash
 from xyro.clock import ManualClock
 from xyro.crawl.frontier import DISCOVERY
-from xyro.jobs.plan_job import WATERMARK_KEY, PlannerSettings, RefreshPlanner
+from xyro.jobs.plan_job import WATERMARK_KEY, RefreshPlanner
+from xyro.jobs.plan_settings import PlannerSettings
 
 UNIT_S = 3600.0
 FIRST_UNIT = 480_000  # about 2024-10 in hours

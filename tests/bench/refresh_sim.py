@@ -381,8 +381,8 @@ VARIANTS: dict[str, tuple[str, bool, float | None]] = {
     "xyleme_mle_lm_shrunk": ("mle_shrunk", True, None),
     "xyleme_eb_lm": ("bayes", True, None),
 }
-# "xyleme" in the JSON: the estimator chain xyro/jobs/plan_job.py runs (MLE of eq. 9), in the
-# signature-only world the issue specifies.
+# "xyleme" in the JSON: the estimator chain xyro/jobs/plan_estimate.py runs (MLE of eq. 9), in
+# the signature-only world the issue specifies.
 HEADLINE = "xyleme_mle"
 
 

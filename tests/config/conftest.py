@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from xyro.config import ConfigError, XyroConfig, load_config
+from xyro.config import XyroConfig
+from xyro.config_load import ConfigError, load_config
 
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

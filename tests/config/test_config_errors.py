@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xyro.config import ConfigError, load_config
+from xyro.config_load import ConfigError, load_config
 
 PYDANTIC_WORDS = ("Input should", "validation error", "pydantic", "type=", "For further")
 

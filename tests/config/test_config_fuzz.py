@@ -7,7 +7,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xyro.config import ConfigError, XyroConfig, all_key_paths, load_config
+from xyro.config import XyroConfig
+from xyro.config_load import ConfigError, all_key_paths, load_config
 
 KEYS = [".".join(map(str, p)) for p in all_key_paths()] + ["crawler", "nope", "crawler.nope"]
 YAMLISH = st.text(alphabet=st.sampled_from(list("abc:- \n\t'\"[]{},&*!|>#%@`01.e~\\yesno")),

@@ -11,7 +11,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from xyro.config import ConfigError, XyroConfig, all_key_paths, load_config
+from xyro.config import XyroConfig
+from xyro.config_load import ConfigError, all_key_paths, load_config
 from xyro.config_yaml import load_document
 
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "xyro.yaml"

@@ -11,7 +11,7 @@ import pytest
 
 from xyro.app import App
 from xyro.clock import Clock
-from xyro.config import load_config
+from xyro.config_load import load_config
 from xyro.synthweb.web import SyntheticWeb
 
 

@@ -17,7 +17,7 @@ from pytest_httpserver import HTTPServer
 
 from xyro.app import App
 from xyro.clock import WallClock
-from xyro.config import load_config
+from xyro.config_load import load_config
 from xyro.service.crawl_run import run_crawl
 
 PAGES = [f"/p{i}.html" for i in range(6)]

@@ -26,7 +26,8 @@ import time
 
 from xyro.clock import AcceleratedClock, WallClock
 from xyro.crawl.frontier import REFRESH
-from xyro.jobs.plan_job import PlannerSettings, RefreshPlanner
+from xyro.jobs.plan_job import RefreshPlanner
+from xyro.jobs.plan_settings import PlannerSettings
 from xyro.service.crawl_run import queue_seeds, restore_frontier, run_crawl
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb

@@ -24,7 +24,7 @@ import pytest
 
 from xyro.app import App
 from xyro.clock import WallClock
-from xyro.config import load_config
+from xyro.config_load import load_config
 from xyro.service.crawl_run import run_crawl
 
 MAX_DEPTH = 16

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from metadata import MetadataStore
 from xyro.app import App
 from xyro.clock import AcceleratedClock, ManualClock, WallClock
-from xyro.config import ConfigError, load_config
+from xyro.config_load import ConfigError, load_config
 from xyro.crawl.hosts import HostScheduler
 from xyro.crawl.stats import CrawlStats
 from xyro.errors import XyroError

@@ -114,7 +114,7 @@ def _make_app(tmp_path: Path, seeds: list[str], *, delay_s: float = 0.05, worker
 
     from xyro.app import App
     from xyro.clock import WallClock
-    from xyro.config import load_config
+    from xyro.config_load import load_config
 
     overrides = [f"seeds={json.dumps(seeds)}", "scope.allow_private_addresses=true",
                  f"crawler.politeness.delay_s={delay_s}", f"crawler.workers={workers}",

@@ -11,7 +11,7 @@ import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType, SetRanks
 from xyro.clock import ManualClock
-from xyro.jobs.plan_job import PlannerSettings
+from xyro.jobs.plan_settings import PlannerSettings
 
 START = 1_700_000_000.0
 UNIT = 3600.0

@@ -12,7 +12,8 @@ from metadata import refresh_queries as rq
 from refresh import ChangeObservations, folders_after, signature_rate
 from xyro.clock import ManualClock
 from xyro.crawl.frontier import DISCOVERY, REFRESH
-from xyro.jobs.plan_job import RefreshPlanner, WATERMARK_KEY, summary
+from xyro.jobs.plan_explain import summary
+from xyro.jobs.plan_job import RefreshPlanner, WATERMARK_KEY
 
 START = 1_700_000_000.0  # as in conftest.py
 UNIT = 3600.0

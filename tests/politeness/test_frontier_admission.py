@@ -20,7 +20,8 @@ from metadata.writer import Writer
 from xyro.clock import ManualClock
 from xyro.crawl.admission import Admission, Refusal, Source
 from xyro.crawl.frontier import (BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier,
-                           FrontierItem, admit_offline, records)
+                           admit_offline, records)
+from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.hosts import HostScheduler
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import Scope, TrapGuard

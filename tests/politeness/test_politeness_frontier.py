@@ -9,7 +9,8 @@ from collections import defaultdict
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier, FrontierItem
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, REFRESH, URGENT, Frontier
+from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.hosts import HostScheduler, PolitenessError
 from xyro.net.robots import RobotsCache
 

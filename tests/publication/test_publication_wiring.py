@@ -11,7 +11,7 @@ import pytest
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.crawl_queries import NEVER_FETCHED, prior_fetch
 from xyro.clock import ManualClock
-from xyro.config import ConfigError, load_config
+from xyro.config_load import ConfigError, load_config
 from xyro.content.page import PageOutcome
 from xyro.crawl.admission import Admission, Source
 from xyro.crawl.crawler import _publication
@@ -89,7 +89,7 @@ def test_the_worker_parses_xml_bodies_that_are_publications() -> None:
 
 
 def _item():
-    from xyro.crawl.frontier import FrontierItem
+    from xyro.crawl.frontier_queues import FrontierItem
     return FrontierItem("http://a.example/sitemap.xml", URGENT, 2, "a.example",
                         "http://a.example")
 

@@ -17,7 +17,7 @@ from ranking.outofcore import rank_out_of_core
 from ranking.slices import ArrayCsrSource, SliceStore, spool_chunks
 from ranking.sweep import SolverParams
 from xyro.app import App
-from xyro.config import load_config
+from xyro.config_load import load_config
 from xyro.jobs.rank_job import RankParams, rank_graph, rank_stream
 from xyro.jobs.rank_run import run_rank
 

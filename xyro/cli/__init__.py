@@ -25,7 +25,7 @@ from metadata import MetadataError
 from xyro import __version__
 from xyro.app import build_admission
 from xyro.cli.context import LazyApp, app_of, format_status
-from xyro.config import ConfigError, load_config
+from xyro.config_load import ConfigError, load_config
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import URGENT, admit_offline, records
 from xyro.errors import UsageError, XyroError, permission_message

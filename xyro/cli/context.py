@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from xyro.app import App
-from xyro.config import load_config
+from xyro.config_load import load_config
 from xyro.service.logs import setup_logging
 
 

@@ -14,7 +14,9 @@ from xyro.app import App, build_admission
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import admit_offline, records
 from xyro.errors import UsageError, XyroError
-from xyro.jobs.plan_job import PlannerSettings, RefreshPlanner, summary
+from xyro.jobs.plan_explain import summary
+from xyro.jobs.plan_job import RefreshPlanner
+from xyro.jobs.plan_settings import PlannerSettings
 from xyro.net.urls import canonicalize
 
 

@@ -36,7 +36,8 @@ from xyro.clock import Clock
 from xyro.content.page import PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
-from xyro.crawl.frontier import BACKGROUND, DISCOVERY, Frontier, FrontierItem, Submitted
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, Frontier, Submitted
+from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
 from xyro.crawl.redirects import Redirects

@@ -22,7 +22,8 @@ from metadata import ClearPending, Op, PageType, SetPending, XmlVersion
 from xyro.clock import Clock
 from xyro.content.page import PageOutcome
 from xyro.crawl.admission import Source
-from xyro.crawl.frontier import LOADER, Frontier, FrontierItem
+from xyro.crawl.frontier import LOADER, Frontier
+from xyro.crawl.frontier_queues import FrontierItem
 from xyro.loader.document import LoadError
 from xyro.loader.pending import Held
 from xyro.loader.stage import Arrival, LoaderStage, error_outcome

@@ -17,7 +17,7 @@ from typing import Any
 class Held:
     """One waiting document: the frontier item and fetch it came from, and what it needs."""
 
-    item: Any              # xyro.crawl.frontier.FrontierItem
+    item: Any              # xyro.crawl.frontier_queues.FrontierItem
     result: Any            # xyro.records.FetchResult (the body is held here)
     since: float
     needs: set[str] = field(default_factory=set)

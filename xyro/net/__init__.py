@@ -3,6 +3,6 @@
 robots.txt (robots.py), URLs, scope and trap rules (urls.py), and what the fetcher refuses
 before reading a body: URL suffixes and Content-Types (filters.py).
 
-May import: only the shared leaves (xyro.config, config_yaml, clock, errors, records,
-affinity; DESIGN.md §1). It knows nothing of what a body means (xyro.content sits above it).
+May import: only the shared leaves (xyro.config, config_load, config_yaml, clock, errors,
+records, affinity; DESIGN.md §1). It knows nothing of what a body means (xyro.content sits above it).
 """

@@ -31,7 +31,8 @@ from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
 from xyro.errors import XyroError
-from xyro.jobs.plan_job import PlannerSettings, RefreshPlanner
+from xyro.jobs.plan_job import RefreshPlanner
+from xyro.jobs.plan_settings import PlannerSettings
 from xyro.jobs.rank_run import rank_store
 from xyro.net.urls import canonicalize
 from xyro.service.crawl_run import queue_seeds, queue_sitemaps, restore_frontier
