@@ -93,12 +93,36 @@ def _why_not_as_nobody() -> str | None:
     return None
 
 
+def _grant_search(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Give others search permission (x, not read) on the folders above ``paths`` that lack
+    it, e.g. a fresh clone under a 0700 ``mktemp -d`` folder; returns what to restore."""
+    changed: list[tuple[Path, int]] = []
+    for path in paths:
+        for folder in [path, *path.parents]:
+            mode = stat.S_IMODE(folder.stat().st_mode)
+            if not mode & stat.S_IXOTH and folder not in {f for f, _ in changed}:
+                folder.chmod(mode | stat.S_IXOTH)
+                changed.append((folder, mode))
+    return changed
+
+
 @pytest.fixture(scope="module")
-def as_nobody() -> None:
-    """Skips the test, saying why, when it cannot run the CLI as user nobody."""
-    reason = _why_not_as_nobody()
-    if reason:
-        pytest.skip(reason)
+def as_nobody() -> Iterator[None]:
+    """Skips the test, saying why, when it cannot run the CLI as user nobody. The checkout
+    and the interpreter may sit below folders others cannot enter (a clone in a 0700
+    temporary folder): those get search permission for the module's tests, then back."""
+    changed: list[tuple[Path, int]] = []
+    if os.geteuid() == 0:
+        changed = _grant_search([Path(__file__).resolve().parents[1], Path(sys.prefix),
+                                 Path(sys.executable).resolve().parent])
+    try:
+        reason = _why_not_as_nobody()
+        if reason:
+            pytest.skip(reason)
+        yield
+    finally:
+        for folder, mode in reversed(changed):
+            folder.chmod(mode)
 
 
 # -- folders -----------------------------------------------------------------------------
