@@ -24,12 +24,11 @@ import click
 from metadata import MetadataError
 from xyro import __version__
 from xyro.app import build_admission
-from xyro.cli.context import LazyApp, app_of, format_status
+from xyro.cli.context import LazyApp, app_of, canonical_url, format_status
 from xyro.config_load import ConfigError, load_config
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import URGENT, admit_offline, records
 from xyro.errors import UsageError, XyroError, permission_message
-from xyro.net.urls import canonicalize
 from xyro.service import numba_cache
 
 log = logging.getLogger("xyro.cli")
@@ -105,7 +104,7 @@ def init(ctx: click.Context) -> None:
 @click.pass_context
 def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
     """Add start URLs to the persisted frontier."""
-    canonical = [_canonical_seed(u) for u in urls]
+    canonical = [canonical_url(u, "seed") for u in urls]
     app = app_of(ctx)
     # The frontier's own admission and record building, with no crawler running (§2).
     submitted = admit_offline(build_admission(app), Source.SEED, canonical, priority)
@@ -120,14 +119,6 @@ def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
         finally:
             writer.close()
     click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
-
-
-def _canonical_seed(url: str) -> str:
-    canonical = canonicalize(url)
-    if canonical is None:
-        raise UsageError(f"seed {url!r} is not an http(s) URL Xyro can fetch: "
-                         "give an absolute http:// or https:// URL")
-    return canonical
 
 
 @cli.command()

@@ -16,6 +16,8 @@ import click
 
 from xyro.app import App
 from xyro.config_load import load_config
+from xyro.errors import UsageError
+from xyro.net.urls import canonicalize
 from xyro.service.logs import setup_logging
 
 
@@ -47,3 +49,12 @@ def format_status(report: dict[str, Any]) -> str:
     from xyro.cli.status_text import format_report
 
     return format_report(report)
+
+
+def canonical_url(url: str, what: str) -> str:
+    """``url`` canonicalized, or a usage error (exit 2) naming ``what`` it was given as."""
+    canonical = canonicalize(url)
+    if canonical is None:
+        raise UsageError(f"{what} {url!r} is not an http(s) URL Xyro can fetch: give an "
+                         "absolute http:// or https:// URL")
+    return canonical

@@ -347,6 +347,13 @@ def format_listing(listing: Listing) -> str:
     return "\n\n".join(parts)
 
 
+def _shown(shown: int, total: int, noun: str) -> str:
+    """The closing count of a listing, with a hint when ``--limit`` cut it."""
+    if total > shown:
+        return f"{shown} of {total} {noun} (raise --limit to see more)"
+    return f"{total} {noun}"
+
+
 def format_documents(rows: list[DocumentRow], total: int,
                      versions: dict[str, list[VersionRow]]) -> str:
     """The text listing of ``xyro documents`` (docstring of the command)."""
@@ -367,9 +374,7 @@ def format_documents(rows: list[DocumentRow], total: int,
             lines.append(f"{_iso(v.fetched_at):<20}  {'#' + str(v.number):>4}  "
                          f"{v.size:>{size_w}}  {_valid_word(v.valid):<5}  "
                          f"md5 {v.md5.lower()}")
-    shown = f"{len(rows)} of {total}" if total > len(rows) else f"{total}"
-    lines.append(f"{shown} document(s)" + (" (raise --limit to see more)"
-                                           if total > len(rows) else ""))
+    lines.append(_shown(len(rows), total, "document(s)"))
     return "\n".join(lines)
 
 
@@ -387,9 +392,7 @@ def format_entities(rows: list[EntityRow], total: int,
         for v in versions.get(r.url, []):
             lines.append(f"{_iso(v.fetched_at):<20}  {'#' + str(v.number):>4}  "
                          f"{v.size:>{size_w}}  {'':>5}  md5 {v.md5.lower()}")
-    shown = f"{len(rows)} of {total}" if total > len(rows) else f"{total}"
-    lines.append(f"{shown} DTD/entity file(s)" + (" (raise --limit to see more)"
-                                                   if total > len(rows) else ""))
+    lines.append(_shown(len(rows), total, "DTD/entity file(s)"))
     return "\n".join(lines)
 
 

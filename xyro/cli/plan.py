@@ -11,13 +11,13 @@ from typing import Any
 import click
 
 from xyro.app import App, build_admission
+from xyro.cli.context import canonical_url
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import admit_offline, records
 from xyro.errors import UsageError, XyroError
 from xyro.jobs.plan_explain import summary
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
-from xyro.net.urls import canonicalize
 
 
 def _app(ctx: click.Context) -> App:
@@ -63,7 +63,7 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
                                      settings)
             click.echo("planning...", err=True)
             if explain_url is not None:
-                report = planner.explain(_canonical(explain_url))
+                report = planner.explain(canonical_url(explain_url, "--explain"))
             elif run_unit:
                 report = _run(planner, writer.submit, app)
             else:
@@ -98,14 +98,6 @@ def _run(planner: RefreshPlanner, submit: Any, app: App) -> dict[str, Any]:
 
 def _read_only(op: object) -> None:
     raise XyroError(f"internal: `xyro plan` without --run tried to write {type(op).__name__}")
-
-
-def _canonical(url: str) -> str:
-    canonical = canonicalize(url)
-    if canonical is None:
-        raise UsageError(f"--explain {url!r} is not an http(s) URL: give an absolute "
-                         "http:// or https:// URL")
-    return canonical
 
 
 def register(cli: click.Group) -> None:
