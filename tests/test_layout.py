@@ -93,6 +93,7 @@ def test_frontier_bypass_check_finds_one(tmp_path: Path) -> None:
 XYRO_LAYERS = ["cli", "service", "jobs", "app", "crawl", "publication", "loader", "content",
                "net"]
 SHARED_LEAVES = {"__init__", "config", "config_load", "config_yaml", "clock", "errors", "records",
+                 "media_types",
                  "affinity"}
 SIDE = {"synthweb": {"cli", "service"}}
 ENTRY = {"__main__"}

@@ -29,6 +29,7 @@ from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.seenset import SeenSet
 from xyro.errors import AccessError, XyroError
 from xyro.loader import LoaderSettings, Warehouse
+from xyro.loader.catalogs import SYSTEM_CATALOG, Catalogs
 from xyro.loader.stage import LoaderStage
 from xyro.net.dns import Resolver
 from xyro.net.fetcher import Fetcher, FetchLimits, user_agent
@@ -193,7 +194,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_cache_entries=loader_cfg.max_cached_entities,
                        max_pending_bytes=loader_cfg.max_pending_bytes,
                        max_url_length=limits.max_url_length),
-        Warehouse(cfg.storage.warehouse_dir), readers.latest_version)
+        Warehouse(cfg.storage.warehouse_dir), readers.latest_version,
+        catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes))
     # The frontier owns queued work: one admission, and the writer's submit to record every
     # enqueue and dequeue itself (DESIGN.md §2).
     frontier = Frontier(hosts, robots, clock, admission=build_admission(app),
@@ -211,6 +213,18 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         publication=build_publication(app))
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
+
+
+def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalogs | None:
+    """The loader's XML catalogs: ``loader.catalogs``, or the system catalog when that key is
+    null and the file exists. Catalogs that cannot be read are logged, not fatal."""
+    if paths is None:
+        paths = (SYSTEM_CATALOG,) if Path(SYSTEM_CATALOG).is_file() else ()
+    if not paths:
+        return None
+    catalogs = Catalogs(tuple(paths), max_entity_bytes)
+    catalogs.preload()   # a missing or broken catalog is warned about at start, once
+    return catalogs
 
 
 def build_admission(app: App) -> Admission:

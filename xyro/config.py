@@ -24,6 +24,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
     model_validator
 from pydantic_core import PydanticCustomError
 
+from xyro.media_types import DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES
+
 # --- value types -------------------------------------------------------------------------
 
 def _invalid(message: str) -> PydanticCustomError:
@@ -114,8 +116,10 @@ Domain = Annotated[str, _matching(
     lambda host: host.lower().rstrip("."))]
 Suffix = Annotated[str, _matching(r"\.[a-z0-9._+-]+", "a file-name ending that starts "
                                   "with a dot, like .jpg", str.lower)]
-MediaType = Annotated[str, _matching(f"{_TOKEN}/{_TOKEN}", "a media type like text/html "
-                                     "(no parameters)", str.lower)]
+_PATTERN_TOKEN = r"[a-z0-9!#$&^_.+*-]+"   # a token, or fnmatch's * wildcard in it
+MediaType = Annotated[str, _matching(f"{_PATTERN_TOKEN}/{_PATTERN_TOKEN}", "a media type like "
+                                     "text/html or a pattern like */*+xml (no parameters)",
+                                     str.lower)]
 HeaderText = Annotated[str, _matching(r"[!-~](?:[ -~]*[!-~])?", "printable ASCII on one "
                                       "line without leading or trailing spaces (it goes into "
                                       "an HTTP header)")]
@@ -126,6 +130,7 @@ Domains = Annotated[tuple[Domain, ...], BeforeValidator(_list_to_tuple)]
 Regexes = Annotated[tuple[Regex, ...], BeforeValidator(_list_to_tuple)]
 Suffixes = Annotated[tuple[Suffix, ...], BeforeValidator(_list_to_tuple)]
 MediaTypes = Annotated[tuple[MediaType, ...], BeforeValidator(_list_to_tuple)]
+FilePaths = Annotated[tuple[FilePath, ...], BeforeValidator(_list_to_tuple)]
 
 
 def _require_le(section: BaseModel, low: str, high: str) -> None:
@@ -190,29 +195,6 @@ class TrapsConfig(_Section):
     max_query_params: int = Field(12, ge=0)
 
 
-SKIP_SUFFIXES = (
-    # images (.svg is XML, but a picture, not a data document)
-    ".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".ico", ".tif", ".tiff", ".svg",
-    ".svgz", ".avif", ".heic",
-    # archives (.gz is not here: sitemap.xml.gz and gzipped XML are wanted)
-    ".zip", ".tgz", ".tar", ".bz2", ".xz", ".7z", ".rar", ".zst",
-    # audio and video
-    ".mp3", ".mp4", ".m4a", ".m4v", ".wav", ".ogg", ".flac", ".avi", ".mov", ".mkv",
-    ".webm", ".wmv", ".flv", ".mpg", ".mpeg",
-    # fonts, styles, scripts, binaries, office documents
-    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".css", ".js", ".exe", ".msi", ".dmg",
-    ".iso", ".bin", ".apk", ".deb", ".rpm", ".pdf", ".doc", ".docx", ".xls", ".xlsx",
-    ".ppt", ".pptx",
-)
-
-ACCEPT_CONTENT_TYPES = (
-    "text/html", "application/xhtml+xml", "application/xml", "text/xml",
-    "application/rss+xml", "application/atom+xml", "application/xml-dtd",
-    "application/xml-external-parsed-entity", "text/xml-external-parsed-entity",
-    "text/plain",
-)
-
-
 class CrawlerConfig(_Section):
     user_agent: HeaderText = "Xyro/0.1"
     contact_url: HttpUrl = "https://example.invalid/xyro-crawler"
@@ -225,8 +207,8 @@ class CrawlerConfig(_Section):
     politeness: PolitenessConfig = PolitenessConfig()
     limits: LimitsConfig = LimitsConfig()
     traps: TrapsConfig = TrapsConfig()
-    skip_suffixes: Suffixes = SKIP_SUFFIXES
-    accept_content_types: MediaTypes = Field(ACCEPT_CONTENT_TYPES, min_length=1)
+    skip_suffixes: Suffixes = DEFAULT_SKIP_SUFFIXES
+    accept_content_types: MediaTypes = Field(DEFAULT_ACCEPT_CONTENT_TYPES, min_length=1)
 
 
 class RefreshConfig(_Section):
@@ -279,6 +261,8 @@ class LoaderConfig(_Section):
     max_cached_entities: int = Field(1000, ge=1)
     max_pending_bytes: int = Field(256 * 2**20, ge=0)
     max_expansion_factor: float = Field(10.0, ge=1.0)
+    # None: the system catalog (/etc/xml/catalog) when it exists; [] turns catalogs off.
+    catalogs: FilePaths | None = None
 
 
 class StorageConfig(_Section):

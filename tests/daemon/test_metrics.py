@@ -168,6 +168,7 @@ def test_daemon_metrics_follow_the_crawl(tmp_path: Path) -> None:
                 idle = (value(f, "xyro_frontier_urls") == 0
                         and value(f, "xyro_fetches_in_flight") == 0
                         and value(f, "xyro_loader_pending_documents") == 0
+                        and "xyro_loader_dtd_loads" in f
                         and value(f, "xyro_rank_job_runs_total", outcome="ok") >= 1
                         and value(f, "xyro_plan_job_runs_total") >= 1)
                 return f if idle else None

@@ -134,6 +134,10 @@ def test_render_status_times_are_relative_to_now() -> None:
     assert "live crawl of the daemon (2026-01-01T00:00:00Z, 12 s ago):" in text
     assert "1,234 fetched in 30 s (41.2 pages/s)" in text
     assert "unit length 1 h" in text and "errors: none recorded" in text
+    report["live_crawl"].update(loader_pending=0, loader_cached=3,
+                                loader_dtd_sources={"catalog": 41, "cache": 7, "web": 2})
+    assert ("DTDs/entities  41 from XML catalogs, 7 from the cache, 2 fetched from the web"
+            in render_status(report, DAY + 12))
     report["live_crawl"].pop("updated_at")
     assert "update time not recorded" in render_status(report, DAY)
     assert "live crawl: none published" in render_status({}, DAY)

@@ -17,7 +17,8 @@ from xyro.records import ErrorKind, FetchResult
 
 @pytest.mark.parametrize("url, skipped", [
     ("http://a.org/x.jpg", True), ("http://a.org/x.JPEG?size=2", True),
-    ("http://a.org/dl/file.tar.gz", True), ("http://a.org/v.mp4#t=3", True),
+    ("http://a.org/dl/file.tgz", True), ("http://a.org/sitemap.xml.gz", False),
+    ("http://a.org/logo.svg", False), ("http://a.org/v.mp4#t=3", True),
     ("http://a.org/setup.exe", True), ("http://a.org/f.woff2", True),
     ("http://a.org/doc.xml", False), ("http://a.org/page.html", False),
     ("http://a.org/catalog.dtd", False), ("http://a.org/", False),

@@ -22,8 +22,10 @@ class Site:
     """Serves ``files`` (path → bytes) and/or files under ``root``; logs every request."""
 
     def __init__(self, files: dict[str, bytes] | None = None, root: Path | None = None,
-                 prefix: str = "/", silent: tuple[str, ...] = ()) -> None:
+                 prefix: str = "/", silent: tuple[str, ...] = (),
+                 types: dict[str, str] | None = None) -> None:
         self.files = dict(files or {})
+        self.types = dict(types or {})  # path → Content-Type, instead of the suffix's
         self.root = root
         self.prefix = prefix
         self.silent = silent
@@ -66,7 +68,7 @@ class Site:
         if path == "/robots.txt" and path not in self.files:
             return b"User-agent: *\nDisallow:\n", "text/plain"
         if path in self.files:
-            return self.files[path], _ctype(path)
+            return self.files[path], self.types.get(path) or _ctype(path)
         if self.root is not None and path.startswith(self.prefix):
             rel = path[len(self.prefix):]
             target = self.root / rel  # symlinks inside the package tree are followed

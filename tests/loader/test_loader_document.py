@@ -132,3 +132,25 @@ def test_other_encodings_sign_like_utf8() -> None:
     utf8 = "<x>café</x>".encode()
     sigs = {load_document(b, BASE, EntityCache()).signature for b in (latin, utf16, utf8)}
     assert len(sigs) == 1
+
+
+def test_rdf_resource_is_a_link_and_xslt_value_templates_are_not() -> None:
+    from lxml import etree
+
+    from xyro.loader.links import extract_xml_links
+
+    rdf = etree.fromstring(
+        b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns:d="urn:d">'
+        b'<rdf:Description><d:see rdf:resource="other.rdf"/></rdf:Description></rdf:RDF>',
+        base_url="http://a.example/x/data.rdf").getroottree()
+    assert [(l.url, l.kind) for l in extract_xml_links(rdf, "http://a.example/x/data.rdf")] == [
+        ("http://a.example/x/other.rdf", "rdf")]
+    xsl = b'''<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+      <xsl:import href="base.xsl"/><xsl:template match="/"><a href="{$filename}">x</a>
+      <a href="help.html">h</a></xsl:template></xsl:stylesheet>'''
+    tree = etree.fromstring(xsl, base_url="http://a.example/s.xsl").getroottree()
+    assert [l.url for l in extract_xml_links(tree, "http://a.example/s.xsl")] == [
+        "http://a.example/base.xsl", "http://a.example/help.html"]
+    # Outside a stylesheet a brace is just a (badly written) URL.
+    doc = etree.fromstring(b'<d><a href="{x}.html"/></d>', base_url="http://a.example/d.xml")
+    assert len(extract_xml_links(doc.getroottree(), "http://a.example/d.xml")) == 1

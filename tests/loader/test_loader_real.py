@@ -38,11 +38,8 @@ def test_docbook_xsl_imports_and_includes_are_discovered_and_fetched(
     expected = {f"{site.url}/xsl/html/{el.get('href')}".replace("/html/../", "/")
                 for el in refs.iter(f"{XSL}import", f"{XSL}include")}
     assert len(expected) > 20
-    # The default accept list lacks XSLT's registered type (reported to the lead).
-    accept = ('crawler.accept_content_types=["application/xml","application/xslt+xml",'
-              '"text/xml","text/plain"]')
-    app = make_app(tmp_path, [f"{site.url}/xsl/html/docbook.xsl"], delay_s=DELAY_S,
-                   extra=(accept,))
+    # Served as application/xslt+xml: accepted by the default list's */*+xml.
+    app = make_app(tmp_path, [f"{site.url}/xsl/html/docbook.xsl"], delay_s=DELAY_S)
     run_crawl(app, max_pages=len(expected) + 40, max_seconds=50)
     db = tmp_path / "xyro.db"
     fetched = {u for (u,) in db_rows(db, "SELECT url FROM urls WHERE type = 'xml'")}
@@ -77,7 +74,10 @@ def test_docbook_45_document_loads_validates_and_fetches_each_file_once(
     _need(DOCBOOK_DTD, "docbook-xml")
     site = _serve_dtd_doc(site_factory, DOCBOOK_DTD, "/book.xml", DOCBOOK_DOC)
     site.files["/bad.xml"] = site.files["/book.xml"].replace(b"<chapter id", b"<chapter idx")
-    app = make_app(tmp_path, [f"{site.url}/book.xml", f"{site.url}/bad.xml"], delay_s=DELAY_S)
+    # Catalogs off: the DTD and its modules come over HTTP (with them on, see
+    # test_xml_catalogs.py, nothing is fetched).
+    app = make_app(tmp_path, [f"{site.url}/book.xml", f"{site.url}/bad.xml"], delay_s=DELAY_S,
+                   extra=("loader.catalogs=[]",))
     run_crawl(app, max_pages=80, max_seconds=50)
     db = tmp_path / "xyro.db"
     rows = dict(db_rows(db, "SELECT u.url, v.valid FROM xml_versions v JOIN urls u "
@@ -139,15 +139,17 @@ SVG_DOC = """<?xml version="1.0" standalone="no"?>
 def test_svg_10_document_crawled_loads_validates_dtd_fetched_once(
         tmp_path: Path, site_factory, make_app, db_rows) -> None:
     _need(SVG_DIR, "w3c-sgml-lib")
-    # .xml names: the default accept list has no image/svg+xml (reported to the lead).
-    site = _serve_dtd_doc(site_factory, SVG_DIR, "/pic.xml", SVG_DOC.replace(".svg", ".xml"))
-    site.files["/next.xml"] = site.files["/pic.xml"].replace(b'width="398"', b'widht="398"')
-    app = make_app(tmp_path, [f"{site.url}/pic.xml"], delay_s=DELAY_S)
+    # Served as image/svg+xml, an XML type by its +xml suffix (RFC 7303); catalogs off, so
+    # the DTD comes over HTTP.
+    site = _serve_dtd_doc(site_factory, SVG_DIR, "/pic.svg", SVG_DOC)
+    site.files["/next.svg"] = site.files["/pic.svg"].replace(b'width="398"', b'widht="398"')
+    app = make_app(tmp_path, [f"{site.url}/pic.svg"], delay_s=DELAY_S,
+                   extra=("loader.catalogs=[]",))
     run_crawl(app, max_pages=20, max_seconds=30)
     db = tmp_path / "xyro.db"
     rows = dict(db_rows(db, "SELECT u.url, v.valid FROM xml_versions v JOIN urls u "
                             "ON u.id = v.url_id WHERE v.c14n_signature IS NOT NULL"))
-    assert rows == {f"{site.url}/pic.xml": 1, f"{site.url}/next.xml": 0}
+    assert rows == {f"{site.url}/pic.svg": 1, f"{site.url}/next.svg": 0}
     assert site.requests("/dtd/svg10.dtd") == 1
     assert _gaps_ok(site.log, DELAY_S)
 

@@ -165,6 +165,11 @@ def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("loader", f"{number(c['loader_pending'])} document(s) held for "
                                f"DTDs/entities, {number(c.get('loader_cached', 0))} DTD/entity "
                                "file(s) cached"))
+    sources = c.get("loader_dtd_sources")
+    if isinstance(sources, Mapping):
+        rows.append(("DTDs/entities", f"{number(sources.get('catalog', 0))} from XML catalogs, "
+                                      f"{number(sources.get('cache', 0))} from the cache, "
+                                      f"{number(sources.get('web', 0))} fetched from the web"))
     pub = c.get("publication")
     if isinstance(pub, Mapping):
         rows.append(("publication", _publication_row(pub)))

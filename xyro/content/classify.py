@@ -1,26 +1,26 @@
-"""What a URL or a fetched body is: suffix filter, Content-Type filter, sniffing, charset.
+"""What a fetched body is: html, xml, dtd or other, from its media type and first bytes.
 
 Xyro wants XML documents and the HTML pages that lead to them (paper 003 §3). Servers
-mislabel both: XML served as text/plain or text/html (RSS feeds), HTML served as XML, DTDs
-served as text/plain. The Content-Type decides first; the first bytes correct it.
+mislabel both: XML served as text/plain, application/octet-stream or text/html (RSS feeds),
+HTML served as XML, DTDs served as text/plain. The media type's family
+(:mod:`xyro.media_types`, RFC 7303) decides first; the first bytes correct it, and decide
+alone for the sniffed family (WHATWG MIME sniffing: unknown types are read by their bytes).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import Literal
 
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
+from xyro.media_types import family
 from xyro.net.filters import url_path as _path
 from xyro.records import FetchResult
 
 Kind = Literal["html", "xml", "dtd", "other"]
 
 
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_SNIFF_TYPES = frozenset({"text/plain", "application/octet-stream", "binary/octet-stream", ""})
 _DTD_SUFFIXES = (".dtd", ".ent", ".mod")
 _SNIFF_BYTES = 2048
 
@@ -61,22 +61,20 @@ def sniff(head: bytes) -> tuple[Kind | None, bool]:
 
 
 def classify(result: FetchResult) -> Kind:
-    """html, xml, dtd or other, from the Content-Type corrected by the first bytes."""
+    """html, xml, dtd or other, from the media type's family corrected by the first bytes."""
     mime = result.content_type or ""
     guess, has_decl = sniff(result.body)
-    path = _path(result.final_url)
-    if mime == "application/xml-dtd":
+    kind = family(mime)
+    if kind == "dtd":
         return "dtd"
-    if path.endswith(_DTD_SUFFIXES) and guess == "dtd":
-        return "dtd"
-    if mime in _HTML_TYPES:
+    if guess == "dtd" and _path(result.final_url).endswith(_DTD_SUFFIXES):
+        return "dtd"   # DTD declarations alone are too weak a sign without the file name
+    if kind == "html":
         # An XML declaration and a non-HTML root: a feed or document served as text/html.
         return "xml" if has_decl and guess == "xml" else "html"
-    if mime in ("text/xml", "application/xml") or fnmatch.fnmatchcase(mime, "application/*+xml"):
+    if kind == "xml":
         return "html" if guess == "html" else "xml"
-    if mime in _SNIFF_TYPES and guess in ("html", "xml"):
-        return guess
-    return "other"
+    return guess if guess in ("html", "xml") else "other"
 
 
 def html_encoding(result: FetchResult, default: str = "utf-8") -> str:

@@ -202,6 +202,7 @@ class Crawler:
         if self.loader is not None:
             snap["loader_pending"] = len(self.loader.pending)
             snap["loader_cached"] = len(self.loader.cache)
+            snap["loader_dtd_sources"] = self.loader.dtd_sources()
         snap["publication"] = self.publication.snapshot()
         return snap
 

@@ -19,6 +19,7 @@ from lxml import etree
 from xyro.content.html_links import resolve_href
 from xyro.loader.cache import EntityCache
 from xyro.loader.canonical import canonical_form
+from xyro.loader.catalogs import Catalogs
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
 from xyro.loader.parser import EXTERNAL_LOADS, may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
@@ -49,7 +50,7 @@ class LoadResult:
     """What loading one document produced.
 
     LOADED: ``signature`` (MD5 of the C14N 2.0 form), ``links``, ``valid`` (None when no
-    DTD is declared or validation is off), ``validation_error``, ``dtd_url``,
+    DTD declares its elements or validation is off), ``validation_error``, ``dtd_url``,
     ``schema_url``. PENDING: ``needs``. ERROR: ``error_kind`` and ``error_detail``.
     """
 
@@ -64,6 +65,8 @@ class LoadResult:
     canonical_bytes: int = 0
     error_kind: str | None = None
     error_detail: str | None = None
+    from_catalog: int = 0   # external loads answered by an XML catalog's local file
+    from_cache: int = 0     # ... and by the DTD/entity cache (fetched earlier)
 
     @classmethod
     def error(cls, kind: LoadError, detail: str) -> LoadResult:
@@ -72,14 +75,17 @@ class LoadResult:
 
 def load_document(body: bytes, url: str, cache: EntityCache,
                   settings: LoaderSettings = LoaderSettings(), *,
-                  signatures: bool = True) -> LoadResult:
-    """Parse ``body`` (the document at ``url``) under the safe parser and check it."""
+                  signatures: bool = True, catalogs: Catalogs | None = None) -> LoadResult:
+    """Parse ``body`` (the document at ``url``) under the safe parser and check it.
+
+    ``catalogs``: XML catalogs consulted for every DTD and external entity before the cache.
+    """
     if len(body) > settings.max_document_bytes:
         return LoadResult.error(LoadError.TOO_LARGE, (
             f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
             f"({settings.max_document_bytes}); not loaded"))
     guard = EXTERNAL_LOADS if may_load_externals(body) else nullcontext()
-    resolver = CacheResolver(cache, settings.max_url_length)
+    resolver = CacheResolver(cache, settings.max_url_length, catalogs)
     with guard:
         tree, problem = _parse(body, url, resolver, validate=False)
     blocked = _blocked(url, resolver)
@@ -96,18 +102,23 @@ def load_document(body: bytes, url: str, cache: EntityCache,
             f"(loader.max_expansion_factor); not loaded"))
     docinfo = tree.docinfo
     dtd_url = _dtd_url(docinfo.system_url, url, settings.max_url_length)
-    has_dtd = dtd_url is not None or docinfo.internalDTD is not None
+    # An internal subset that declares no element (only entities, as XSLT and SVG files use
+    # it) is no grammar: such a document is not judged valid or invalid.
+    internal = docinfo.internalDTD
+    has_dtd = dtd_url is not None or (internal is not None and any(
+        True for _ in internal.iterelements()))
     valid, validation_error = None, None
     if has_dtd and settings.validate:
         with guard:
-            valid, validation_error = _validate(body, url, tree, cache, settings)
+            valid, validation_error = _validate(body, url, tree, cache, settings, catalogs)
     return LoadResult(
         LoadStatus.LOADED,
         signature=hashlib.md5(canonical, usedforsecurity=False).digest() if signatures else None,
         links=extract_xml_links(tree, url, settings.max_url_length), valid=valid,
         validation_error=validation_error, dtd_url=dtd_url,
         schema_url=_schema_url(tree.getroot(), url, settings.max_url_length),
-        canonical_bytes=len(canonical))
+        canonical_bytes=len(canonical), from_catalog=len(resolver.from_catalog),
+        from_cache=len(resolver.served))
 
 
 def _parse(body: bytes, url: str, resolver: CacheResolver,
@@ -116,12 +127,28 @@ def _parse(body: bytes, url: str, resolver: CacheResolver,
     try:
         root = etree.fromstring(body, parser, base_url=url)
     except etree.XMLSyntaxError as exc:
-        return None, str(exc)
+        return None, _withheld(exc, resolver) or str(exc)
     except (ValueError, MemoryError, RecursionError) as exc:  # e.g. lxml refusing the input
         return None, f"{type(exc).__name__}: {exc}"
     if root is None:
         return None, "no root element"
     return root.getroottree(), None
+
+
+def _withheld(exc: etree.XMLSyntaxError, resolver: CacheResolver) -> str | None:
+    """A message that names the local file instead of quoting it, when the error lies in a
+    file an XML catalog resolved: libxml2's messages quote names and text of the input
+    ("Premature end of data in tag x"), and an operator's catalog may name any file."""
+    bases = resolver.catalog_bases
+    if not bases:
+        return None
+    for entry in exc.error_log:
+        path = bases.get(entry.filename or "")
+        if path is not None:
+            return (f"line {entry.line} of {path}, which an XML catalog (loader.catalogs) gave "
+                    f"for {entry.filename}, is not a well-formed DTD or entity (libxml2's "
+                    "message is withheld: it may quote the local file)")
+    return None
 
 
 def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
@@ -139,7 +166,7 @@ def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
 
 
 def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCache,
-              settings: LoaderSettings) -> tuple[bool, str | None]:
+              settings: LoaderSettings, catalogs: Catalogs | None) -> tuple[bool, str | None]:
     """DTD validity: (valid, first messages). The DTD object is reused when there is no
     internal subset (one parse); otherwise a validating parse sees both subsets."""
     docinfo = tree.docinfo
@@ -148,7 +175,7 @@ def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCach
         if external.validate(tree):
             return True, None
         return False, _messages(external.error_log)
-    resolver = CacheResolver(cache, settings.max_url_length)
+    resolver = CacheResolver(cache, settings.max_url_length, catalogs)
     parser = safe_parser(resolver, validate=True)
     try:
         etree.fromstring(body, parser, base_url=url)

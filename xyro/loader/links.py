@@ -10,8 +10,13 @@ What counts as a link, in document order:
   ``xs:include``, ``xs:redefine`` (``schema``);
 - ``xi:include href`` (``xinclude``) — recorded, never processed;
 - ``xsl:import``/``xsl:include href`` (``xsl``);
+- ``rdf:resource`` on any element (``rdf``): RDF/XML's reference to another resource;
 - RSS ``<link>`` text and ``<enclosure url>`` (``rss``), Atom ``<link href>`` (``atom``);
 - other attributes named href, src, url or uri in any namespace (``href``).
+
+In an XSLT stylesheet, attribute values of literal result elements holding ``{`` are
+attribute value templates (``href="{$filename}"``), written into the output, not links of
+the stylesheet: they are skipped.
 
 Relative references resolve against ``xml:base`` (lxml's ``base`` property applies the
 xml:base chain over the document URL) and are canonicalized; what is not crawlable
@@ -32,9 +37,11 @@ XSI = "http://www.w3.org/2001/XMLSchema-instance"
 XSD = "http://www.w3.org/2001/XMLSchema"
 XSL = "http://www.w3.org/1999/XSL/Transform"
 ATOM = "http://www.w3.org/2005/Atom"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 XINCLUDE = frozenset({"http://www.w3.org/2001/XInclude", "http://www.w3.org/2003/XInclude"})
 
 _XLINK_HREF = f"{{{XLINK}}}href"
+_RDF_RESOURCE = f"{{{RDF}}}resource"
 _XSI_LOC = f"{{{XSI}}}schemaLocation"
 _XSI_NONS = f"{{{XSI}}}noNamespaceSchemaLocation"
 _URL_NAMES = frozenset({"href", "src", "url", "uri"})
@@ -60,9 +67,10 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     has_base = root.xpath("boolean(//@xml:base)")
     resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
     directory = None if has_base else plain_directory(url)
+    templates = _is_stylesheet(root)
 
     def add(href: str | None, kind: str, el: etree._Element | None) -> None:
-        if not href:
+        if not href or (templates and "{" in href and kind == "href"):
             return
         if directory is not None:  # most hrefs: "d12.xml", "sub/a.xml" against a plain base
             canon = join_plain(directory, href, max_url_length)
@@ -146,6 +154,8 @@ def _attribute_role(tag: str, kind: str | None, name: str) -> str | None:
     or None (not a link, or already taken by :func:`_element_links`)."""
     if name == _XLINK_HREF:
         return "xlink"
+    if name == _RDF_RESOURCE:
+        return "rdf"
     if name == _XSI_LOC:
         return "schema-pairs"
     if name == _XSI_NONS:
@@ -155,6 +165,13 @@ def _attribute_role(tag: str, kind: str | None, name: str) -> str | None:
     if _local(name).lower() in _URL_NAMES and not taken:
         return "atom" if tag == f"{{{ATOM}}}link" else "href"
     return None
+
+
+def _is_stylesheet(root: etree._Element) -> bool:
+    """An XSLT stylesheet, or a simplified one (a literal result element with xsl:version)."""
+    tag = root.tag
+    return (isinstance(tag, str) and tag.startswith(f"{{{XSL}}}")) or (
+        root.get(f"{{{XSL}}}version") is not None)
 
 
 def _local(name: str) -> str:

@@ -22,6 +22,7 @@ from metadata import PageType, XmlVersion
 from xyro.content.page import Child, PageOutcome
 from xyro.content.signature import md5_signature
 from xyro.loader.cache import EntityCache
+from xyro.loader.catalogs import Catalogs
 from xyro.loader.document import LoadError, LoadResult, LoadStatus, load_document
 from xyro.loader.pending import Held, PendingDocuments
 from xyro.loader.settings import LoaderSettings
@@ -56,11 +57,15 @@ class LoaderStage:
     """Cache + pending documents + warehouse, for the crawl engine."""
 
     def __init__(self, settings: LoaderSettings, warehouse: Warehouse,
-                 latest_version: LatestVersion, cache: EntityCache | None = None) -> None:
+                 latest_version: LatestVersion, cache: EntityCache | None = None,
+                 catalogs: Catalogs | None = None) -> None:
         self.settings = settings
         self.warehouse = warehouse
         self.cache = cache or EntityCache(settings.max_entity_bytes, settings.max_cache_entries,
                                           fallback=self._stored_entity)
+        self.catalogs = catalogs
+        # Where the DTDs and entities of loaded documents came from (xyro status).
+        self._sources = {"catalog": 0, "cache": 0, "web": 0}
         self.pending = PendingDocuments(settings.max_pending_bytes)
         self._latest = latest_version
         self._aliases: dict[str, set[str]] = {}  # redirect target → needs it stands for
@@ -77,7 +82,12 @@ class LoaderStage:
     def load(self, url: str, result: FetchResult) -> Loaded:
         """Load the XML body of ``result`` (fetched for ``url``)."""
         body = result.body
-        res = load_document(body, result.final_url or url, self.cache, self.settings)
+        res = load_document(body, result.final_url or url, self.cache, self.settings,
+                            catalogs=self.catalogs)
+        if res.from_catalog or res.from_cache:
+            with self._lock:
+                self._sources["catalog"] += res.from_catalog
+                self._sources["cache"] += res.from_cache
         if res.status is LoadStatus.PENDING:
             return Loaded(None, res.needs)
         md5 = md5_signature(body)
@@ -122,6 +132,12 @@ class LoaderStage:
         except WarehouseError:
             return None
 
+    def dtd_sources(self) -> dict[str, int]:
+        """DTD and entity loads answered by an XML catalog's local file, by the cache (fetched
+        earlier, or stored by an earlier run), and fetches made from the web for them."""
+        with self._lock:
+            return dict(self._sources)
+
     # -- dispatcher side -----------------------------------------------------------------
 
     def hold(self, item: object, result: FetchResult, needs: tuple[str, ...], now: float,
@@ -149,6 +165,8 @@ class LoaderStage:
                 failed += [(h, f"needed {need}: {reason}") for h in self.pending.failed(need)]
             self._unwant(needs)
             return Arrival(failed=tuple(failed))
+        with self._lock:
+            self._sources["web"] += 1
         ready: list[Held] = []
         failed = []
         for need in needs:

@@ -8,27 +8,15 @@ reverse). ``classify`` re-exports these names.
 
 from __future__ import annotations
 
-import fnmatch
 from urllib.parse import urlsplit
 
-
-# Never fetched: media, archives, binaries, office documents, fonts, styles and scripts.
-DEFAULT_SKIP_SUFFIXES: frozenset[str] = frozenset("""
-    .jpg .jpeg .jpe .png .gif .bmp .tif .tiff .webp .ico .svgz .avif .heic .psd .raw
-    .mp3 .wav .ogg .oga .flac .aac .m4a .wma .mid .midi .ra .ram
-    .mp4 .m4v .avi .mov .mkv .wmv .flv .webm .mpg .mpeg .3gp .swf
-    .zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .z .lz .lzma .cab .arj .sit
-    .exe .msi .dll .bin .dmg .iso .img .deb .rpm .apk .jar .class .so .o
-    .pdf .ps .eps .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .rtf
-    .woff .woff2 .ttf .otf .eot .css .js .mjs .map .wasm .torrent
-""".split())
+from xyro import media_types
 
 
-# Fetched and kept; anything else is an ERROR content_type without reading the body.
-DEFAULT_ACCEPT_CONTENT_TYPES: tuple[str, ...] = (
-    "text/html", "application/xhtml+xml", "text/xml", "application/xml",
-    "application/*+xml", "application/xml-dtd", "text/plain", "application/octet-stream",
-)
+#: The default of ``crawler.skip_suffixes`` (one list, in :mod:`xyro.media_types`).
+DEFAULT_SKIP_SUFFIXES: frozenset[str] = frozenset(media_types.DEFAULT_SKIP_SUFFIXES)
+#: The default of ``crawler.accept_content_types`` (likewise).
+DEFAULT_ACCEPT_CONTENT_TYPES: tuple[str, ...] = media_types.DEFAULT_ACCEPT_CONTENT_TYPES
 
 
 def suffix_skipped(url: str, suffixes: frozenset[str] | set[str] = DEFAULT_SKIP_SUFFIXES) -> bool:
@@ -46,11 +34,10 @@ def mime_type(header: str | None) -> str | None:
     return mime or None
 
 
-def content_type_accepted(mime: str | None, accepted: tuple[str, ...]) -> bool:
-    """Missing types are accepted (the body gets sniffed); patterns like application/*+xml."""
-    if mime is None:
-        return True
-    return any(mime == pattern or fnmatch.fnmatchcase(mime, pattern) for pattern in accepted)
+def content_type_accepted(mime: str | None, patterns: tuple[str, ...]) -> bool:
+    """Missing types are accepted (the body gets sniffed); patterns like ``*/*+xml``
+    (:func:`xyro.media_types.accepted`)."""
+    return media_types.accepted(mime, patterns)
 
 
 def url_path(url: str) -> str:

@@ -32,16 +32,19 @@ SEED_PRIORITY = URGENT
 def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
               stop: threading.Event | None = None, enforce_politeness: bool = True,
               on_progress: Callable[[dict[str, Any]], None] | None = None,
-              customize: Callable[[CrawlParts], None] | None = None) -> CrawlSummary:
+              customize: Callable[[CrawlParts], None] | None = None,
+              getaddrinfo: Callable[..., Any] | None = None) -> CrawlSummary:
     """Resume the persisted frontier, add the configured seeds, crawl, and record the run.
 
     ``customize`` may adjust the wired parts before the run (tests switch rules off this way
-    to show that the checks would catch a crawler without them).
+    to show that the checks would catch a crawler without them); ``getaddrinfo`` replaces
+    the system resolver (tests fence the crawl in to 127.0.0.1 with it).
     """
     stop = stop or threading.Event()
     started = app.clock.now()
     with app.open_store() as store, serve_metrics(app.config.metrics) as metrics:
-        parts = build_crawler(app, store, enforce_politeness=enforce_politeness)
+        parts = build_crawler(app, store, enforce_politeness=enforce_politeness,
+                              getaddrinfo=getaddrinfo)
         metrics.watch(parts.crawler, parts.writer)
         try:
             crawler = parts.crawler

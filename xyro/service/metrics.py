@@ -163,6 +163,10 @@ def _queue_metrics(crawler: Crawler) -> Iterator[Metric]:
     if "loader_pending" in snap:
         yield _gauge("xyro_loader_pending_documents", "XML documents waiting for their DTDs "
                      "or external entities.", snap["loader_pending"])
+        yield _labelled(CounterMetricFamily(
+            "xyro_loader_dtd_loads", "DTD and external entity loads, by source: catalog (an "
+            "XML catalog's local file), cache (fetched earlier), web (fetched for the loader).",
+            labels=["source"]), snap["loader_dtd_sources"])
     pub = snap.get("publication")
     if pub is None:  # a crawler stand-in without the publication channel
         return
