@@ -23,7 +23,7 @@ their concatenation), :mod:`metadata.status` (``xyro status``).
 from metadata.errors import MetadataError
 from metadata.records import (
     MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FrontierRow, Graph,
-    JobRun, Op, PageType, SetOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
 )
 from metadata.store import MetadataStore
 from metadata.writer import Writer
@@ -31,5 +31,5 @@ from metadata.writer import Writer
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
     "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
-    "SetOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "Writer", "XmlVersion",
+    "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "Writer", "XmlVersion",
 ]

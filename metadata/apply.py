@@ -17,7 +17,7 @@ import numpy as np
 
 from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
-    SetPending, SetRanks, SetRefresh, SetState, SetWeights, XmlVersion,
+    SaveOpic, SetPending, SetRanks, SetRefresh, SetState, SetWeights, XmlVersion,
 )
 from metadata.refresh_queries import refiled_after_fetch
 from metadata.resolver import UrlResolver
@@ -223,7 +223,7 @@ class BatchApplier:
                                    op.reason))
             elif kind is ClearPending:
                 rows[kind].append((ids[op.url],))
-            else:  # SetRanks, SetOpic: vectorised, applied in order after the rows above
+            else:  # SetRanks, SetWeights, SaveOpic: vectorised, applied in order after the rows above
                 bulk.append(op)
         self._write(rows, bulk)
 
@@ -366,6 +366,9 @@ class BatchApplier:
         if rows[ClearPending]:
             many("DELETE FROM pending WHERE url_id = ?", rows[ClearPending])
         for op in bulk:
+            if isinstance(op, SaveOpic):
+                self._save_opic(op, many)
+                continue
             ids = op.ids.tolist()
             if isinstance(op, SetRanks):
                 if op.importance is not None:
@@ -377,9 +380,21 @@ class BatchApplier:
             elif isinstance(op, SetWeights):
                 many("UPDATE urls SET weight = ? WHERE id = ?",
                      zip([None if w != w else w for w in op.weights.tolist()], ids))
-            else:
-                many("UPDATE urls SET opic_cash = ?, opic_history = ? WHERE id = ?",
-                     zip(op.cash.tolist(), op.history.tolist(), ids))
+
+    def _save_opic(self, op: SaveOpic, many: Callable[..., object]) -> None:
+        """The checkpoint row, then the OPIC columns of the URLs already stored."""
+        self._conn.execute("INSERT OR REPLACE INTO opic_checkpoint (id, written_at, pages, "
+                           "clock, data) VALUES (1, ?, ?, ?, ?)",
+                           (op.written_at, len(op.urls), op.clock, op.data))
+        found = self._resolver.lookup(op.urls)
+        pos = [i for i, url in enumerate(op.urls) if url in found]
+        ids = [found[op.urls[i]] for i in pos]
+        many("UPDATE urls SET opic_cash = ?, opic_history = ?, opic_estimate = ? WHERE id = ?",
+             zip(op.cash[pos].tolist(), op.history[pos].tolist(), op.estimate[pos].tolist(),
+                 ids))
+        if op.importance is not None:
+            many("UPDATE urls SET importance = ? WHERE id = ?",
+                 zip(op.importance[pos].tolist(), ids))
 
     def _refile(self) -> None:
         """Re-file the batch's re-fetched pages into their next refresh folder as the fetch

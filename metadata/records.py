@@ -199,15 +199,29 @@ class SetRanks:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class SetOpic:
-    """Bulk OPIC cash and history for ``ids`` (the OPIC clock G goes in :class:`SetState`)."""
+class SaveOpic:
+    """The crawl's OPIC checkpoint (schema version 5): ``data``, the whole state as the
+    crawl encodes it (pages, G and their URLs), replaces the stored one; ``urls.opic_cash``,
+    ``opic_history`` and ``opic_estimate`` of the stored ``urls`` get ``cash``, ``history``
+    and ``estimate``, and ``urls.importance`` gets ``importance`` when OPIC is the planner's
+    importance source (N·estimate, mean 1). URLs not stored yet are skipped (the next
+    checkpoint has them)."""
 
-    ids: np.ndarray
+    written_at: float
+    clock: float
+    data: bytes
+    urls: tuple[str, ...]
     cash: np.ndarray
     history: np.ndarray
+    estimate: np.ndarray
+    importance: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        _check_bulk("SetOpic", self.ids, cash=self.cash, history=self.history)
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ValueError("SaveOpic.data must be the non-empty bytes of a checkpoint")
+        positions = np.arange(len(self.urls), dtype=np.int64)
+        _check_bulk("SaveOpic", positions, cash=self.cash, history=self.history,
+                    estimate=self.estimate, importance=self.importance)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -288,7 +302,7 @@ class ClearPending:
     url: str
 
 
-Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SetOpic, SetState,
+Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
            JobRun, XmlVersion, SetPending, ClearPending, SetWeights]
 
 

@@ -35,6 +35,13 @@ Version 4 serves the refresh planner's per-unit work in O(G + pages changed) (DE
   descending with NULLs last, then id), so a unit's ρ·G discovery pages are the first
   entries of an index instead of a sort of every unread row.
 
+Version 5 adds ``opic_checkpoint``: one row holding the crawl's whole OPIC state (000/004,
+DESIGN.md §5) as the crawl last checkpointed it (a compressed ``.npz``: per-page cash,
+history and the adaptive records, the clock G, V's cash, and the pages' URLs), so a restarted
+crawl continues from it with the total cash conserved. ``urls.opic_cash``/``opic_history``
+and the new ``urls.opic_estimate`` (the page's share of importance, summing to 1) are
+refreshed from the same checkpoint for SQL.
+
 We keep our own integer-versioned table rather than sqlite-utils' name-keyed ``Migrations``
 helper because a file written by a *newer* Xyro must be refused, which needs ordered versions.
 """
@@ -49,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 4
+CURRENT_VERSION = 5
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -230,12 +237,31 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+V5_DDL = """
+CREATE TABLE opic_checkpoint (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    written_at  REAL NOT NULL,
+    pages       INTEGER NOT NULL,
+    clock       REAL NOT NULL,
+    data        BLOB NOT NULL
+);
+ALTER TABLE urls ADD COLUMN opic_estimate REAL
+"""
+
+
+def _v4_to_v5(conn: sqlite3.Connection) -> None:
+    for statement in V5_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
     2: ("child lists as int32 blobs; xml_versions, pending, due index", _v1_to_v2),
     3: ("hash index on fetched URLs only", _v2_to_v3),
     4: ("refresh weight key and its index; unread URLs in discovery order", _v3_to_v4),
+    5: ("the OPIC checkpoint of the crawl (000/004: cash, history, clock)", _v4_to_v5),
 }
 
 

@@ -61,8 +61,20 @@ def store_status(conn: sqlite3.Connection, current_unit: int | None) -> dict[str
         "xml_versions": q("SELECT count(*) FROM xml_versions").fetchone()[0],
         "warehouse": warehouse_counts(conn),
         "pending": q("SELECT count(*) FROM pending").fetchone()[0],
+        "opic": opic_summary(conn),
         "state": state,
     }
+
+
+def opic_summary(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """The crawl's last OPIC checkpoint (pages, clock G, time) and its top pages, or None."""
+    row = conn.execute("SELECT written_at, pages, clock FROM opic_checkpoint").fetchone()
+    if row is None:
+        return None
+    top = [dict(zip(("url", "estimate", "cash", "history"), r)) for r in conn.execute(
+        "SELECT url, opic_estimate, opic_cash, opic_history FROM urls "
+        "WHERE opic_estimate IS NOT NULL ORDER BY opic_estimate DESC LIMIT 3")]
+    return {"written_at": row[0], "pages": row[1], "clock_g": row[2], "top": top}
 
 
 def warehouse_counts(conn: sqlite3.Connection) -> dict[str, int]:

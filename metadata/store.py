@@ -35,6 +35,13 @@ from metadata.writer import Writer
 
 log = logging.getLogger(__name__)
 
+StopCheck = Callable[[], None]
+"""Returns while a long read may go on; raises (the caller's exception) to abandon it."""
+
+# SQLite virtual-machine instructions between two calls of a stop check during a scan:
+# ~1 ms of work here, so a check costs nothing measurable and a stop waits about that long.
+STOP_CHECK_INSTRUCTIONS = 100_000
+
 
 class MetadataStore:
     """One metadata database file. Create with :meth:`open`."""
@@ -234,6 +241,12 @@ class MetadataStore:
         row = self._conn().execute("SELECT url FROM urls WHERE id = ?", (url_id,)).fetchone()
         return None if row is None else row[0]
 
+    def opic_checkpoint(self) -> tuple[float, int, float, bytes] | None:
+        """(written_at, pages, clock G, data) of the crawl's last OPIC checkpoint, or None."""
+        row = self._conn().execute("SELECT written_at, pages, clock, data FROM "
+                                   "opic_checkpoint WHERE id = 1").fetchone()
+        return None if row is None else (row[0], row[1], row[2], bytes(row[3]))
+
     def get_state(self, key: str, default: object = None) -> object:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
@@ -277,11 +290,15 @@ class MetadataStore:
         finally:
             conn.close()
 
-    def export_graph(self) -> Graph:
-        """The out-link graph as CSR (see :class:`metadata.records.Graph`)."""
+    def export_graph(self, check_stop: StopCheck | None = None) -> Graph:
+        """The out-link graph as CSR (see :class:`metadata.records.Graph`).
+
+        ``check_stop`` (optional) is called about every millisecond of SQLite work while the
+        graph is read (:func:`_stoppable`); what it raises ends the export."""
         conn = self.read_connection()
         try:
-            return export_graph(conn)
+            with _stoppable(conn, check_stop):
+                return export_graph(conn)
         finally:
             conn.close()
 
@@ -294,13 +311,16 @@ class MetadataStore:
             conn.close()
 
     @contextmanager
-    def stream_graph(self, max_links: int) -> Iterator[LinkStream]:
+    def stream_graph(self, max_links: int,
+                     check_stop: StopCheck | None = None) -> Iterator[LinkStream]:
         """The graph as counts, XML mask and child-list chunks of about ``max_links`` links,
         all from one read snapshot that lasts as long as the block (DESIGN.md §5 "Scale";
-        see :class:`metadata.graph.LinkStream`)."""
+        see :class:`metadata.graph.LinkStream`). ``check_stop`` (optional) is called about
+        every millisecond of SQLite work while the block lasts, in the XML mask's scan and in
+        each chunk's; what it raises ends the stream (and leaves the block)."""
         conn = self.read_connection()
         try:
-            with stream_graph(conn, max_links) as stream:
+            with _stoppable(conn, check_stop), stream_graph(conn, max_links) as stream:
                 yield stream
         finally:
             conn.close()
@@ -312,3 +332,39 @@ class MetadataStore:
             return store_status(conn, current_unit)
         finally:
             conn.close()
+
+
+@contextmanager
+def _stoppable(conn: sqlite3.Connection, check_stop: StopCheck | None) -> Iterator[None]:
+    """Let ``check_stop`` interrupt any statement ``conn`` runs during the block.
+
+    A single statement (the export's ``fetchall`` of every child list, the XML mask's scan)
+    can run for seconds, and no Python code runs between its rows. SQLite's progress
+    handler is called every :data:`STOP_CHECK_INSTRUCTIONS` instructions of its virtual
+    machine: it calls ``check_stop`` and, when that raises, returns non-zero, which makes
+    SQLite abandon the statement ("interrupted"). The exception ``check_stop`` raised then
+    replaces SQLite's error, so the caller sees its own exception wherever the stop came."""
+    if check_stop is None:
+        yield
+        return
+    raised: list[BaseException] = []
+
+    def handler() -> int:
+        if not raised:
+            try:
+                check_stop()
+            except BaseException as exc:  # handed back below, never lost
+                raised.append(exc)
+        return 1 if raised else 0
+
+    conn.set_progress_handler(handler, STOP_CHECK_INSTRUCTIONS)
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if raised:
+            raise raised[0] from exc
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+    if raised:  # interrupted in a statement whose error the reader swallowed
+        raise raised[0]

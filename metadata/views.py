@@ -13,6 +13,8 @@ v_xml_versions      every stored XML version, newest first
 v_due_per_unit      pages waiting in each refresh folder (time unit)
 v_top_importance    pages by direct importance (PageRank × N, mean 1), highest first
 v_top_interest      pages by interest (inverse rank, mean 1), highest first
+v_opic              pages by OPIC estimate (their share of importance, summing to 1, as
+                    of the crawl's last OPIC checkpoint), with cash and history
 v_change_rates      estimated change rate λ, its source, and the observations behind it
 v_hosts             hosts with URL, fetch and error counts
 v_recent_errors     errors grouped by kind: count, last time, last URL and detail
@@ -55,6 +57,11 @@ VIEWS: dict[str, str] = {
     "v_top_interest": """
         SELECT id, url, type, interest
         FROM urls WHERE interest IS NOT NULL ORDER BY interest DESC""",
+    "v_opic": """
+        SELECT id, url, type, opic_estimate AS estimate, opic_estimate * (SELECT pages
+               FROM opic_checkpoint) AS estimate_x_n, opic_cash AS cash,
+               opic_history AS history
+        FROM urls WHERE opic_estimate IS NOT NULL ORDER BY opic_estimate DESC""",
     "v_change_rates": """
         SELECT u.id, u.url, u.rate * 86400.0 AS changes_per_day, u.rate_source,
                (SELECT count(*) FROM observations o WHERE o.url_id = u.id) AS observations,

@@ -233,6 +233,10 @@ class OpicState:
         """The total cash the state was created with (the invariant)."""
         return float(self._scalars[TOTAL])
 
+    def cash_of(self, page: int) -> float:
+        """C[page] in O(1) (``page`` a known id; no check: the crawl's hot path)."""
+        return float(self._buf["stored_cash"][page] + self._scalars[OFFSET])
+
     def cash(self) -> np.ndarray:
         """C[i] of every known page (a new array)."""
         return self._buf["stored_cash"][:self.n] + self._scalars[OFFSET]

@@ -16,6 +16,10 @@ XML importance) the personalization is taken from the latest importance at each 
 settles when the importance does, so one scan still serves both. Without any XML page the
 interest is undefined (no E′): the sweeps then compute the importance alone and the interest
 comes back as zeros after 0 iterations, as the in-memory glue reports it.
+
+An optional ``check_stop`` callable is called before every slice is read (first pass and
+sweeps): it raises to abandon the ranking (see ``ranking.slices.StopCheck``), so a caller
+that must stop waits at most one slice, not one sweep.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 
 from ranking.importance import check_dangling, personalization_vector
 from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
-from ranking.slices import SliceStore
+from ranking.slices import SliceStore, StopCheck, stop_point
 from ranking.gauss_seidel import DANGLING, SELF_LINK, DanglingMass, Rows, page_flags, sweep_rows
 from ranking.sweep import SolverParams
 
@@ -74,7 +78,8 @@ class _Importance:
 def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverParams, *,
                      personalization: object | None = None, dangling: str = "paper",
                      interest_from_importance: bool = False,
-                     progress: ProgressFn | None = None) -> CombinedResult:
+                     progress: ProgressFn | None = None,
+                     check_stop: StopCheck | None = None) -> CombinedResult:
     """Both rankings over the slices; raises ConvergenceError after ``max_iter`` sweeps."""
     check_dangling(dangling)
     mask = _mask(xml_mask, store.n)
@@ -83,7 +88,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     c, n = params.damping, store.n
     e = personalization_vector(n, personalization)
     importance = _Importance(store, e)
-    scaled, flags = _first_pass(store, importance, c)
+    scaled, flags = _first_pass(store, importance, c, check_stop)
     direct = DanglingMass(float(importance.read(0, n)[flags & DANGLING > 0].sum()), 1.0,
                           spread=dangling == "paper")
     xml_count = float(mask.sum())  # E′ = mask/xml_count, built per slice (no n-vector)
@@ -95,6 +100,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     for sweep in range(1, params.max_iter + 1):
         d_tot, i_tot = _Totals(), _Totals()
         for k in range(store.count):
+            stop_point(check_stop)
             r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
             in_ptr, in_idx, out_ptr, out_idx = store.load(k)
             c_inv_deg = c * _inverse_degree(out_ptr)
@@ -149,12 +155,13 @@ def _mask(xml_mask: object, n: int) -> np.ndarray:
     return mask
 
 
-def _first_pass(store: SliceStore, importance: _Importance,
-                damping: float) -> tuple[np.ndarray, np.ndarray]:
+def _first_pass(store: SliceStore, importance: _Importance, damping: float,
+                check_stop: StopCheck | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pre-scaled vector c·PR/OutDeg and the page flags (no out-link, self-link)."""
     scaled = np.empty(store.n)
     flags = np.empty(store.n, dtype=np.uint8)
     for k in range(store.count):
+        stop_point(check_stop)
         r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
         _, _, out_ptr, out_idx = store.load(k)
         inv_deg = _inverse_degree(out_ptr)

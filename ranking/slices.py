@@ -23,6 +23,11 @@ chunks (a database scan, in page order) is first spooled to the two files of a
 ``FileCsrSource`` (:func:`spool_chunks`, one pass, 4 bytes per link written sequentially):
 cutting slices needs every page's in-degree before the first slice is written, so ``build``
 reads its source twice, and a stream can be read once.
+
+Stopping: the long loops here (one per chunk or slice) call an optional ``check_stop``
+callable between two steps. It returns when the work may go on and raises (an exception of
+the caller's choosing, e.g. a daemon's stop) to abandon it; the files written so far stay in
+the work directory, which the caller removes.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +51,15 @@ RESIDENT_BYTES_PER_PAGE = 18
 SLICE_BYTES_PER_PAGE = 192
 SLICE_BYTES_PER_LINK = 4    # one int32 per link, per orientation
 USABLE_FRACTION = 0.8       # of the budget; the rest is for numpy temporaries and Python
+
+StopCheck = Callable[[], None]
+"""Called between two steps of a long loop: returns to go on, raises to abandon the work."""
+
+
+def stop_point(check_stop: StopCheck | None) -> None:
+    """A place where a long loop may be abandoned: calls ``check_stop`` when given."""
+    if check_stop is not None:
+        check_stop()
 
 
 class CsrSource(Protocol):
@@ -122,25 +136,29 @@ without out-links may be absent); ``degrees[k]``: the number of out-links of ``r
 ``destinations``: their out-links, row after row, in page order (Σ degrees of them)."""
 
 
-def spool_chunks(chunks: Iterable[LinkChunk], n: int, directory: Path) -> FileCsrSource:
+def spool_chunks(chunks: Iterable[LinkChunk], n: int, directory: Path,
+                 check_stop: StopCheck | None = None) -> FileCsrSource:
     """Write a stream of link chunks over ``n`` pages as a ``FileCsrSource`` (003 §5.3).
 
     One pass: each chunk's destinations are appended to the indices file as they come, and
     only the out-degrees (8 bytes per page) and one chunk are held in memory. The files go
     to a new folder under ``directory`` (the caller removes it). Raises ValueError on a
-    chunk that is malformed, out of order or names a page outside [0, n)."""
+    chunk that is malformed, out of order or names a page outside [0, n). ``check_stop``
+    is called before each chunk is read."""
     if n < 1:
         raise ValueError(f"n={n}: the graph has no pages, nothing to rank")
     folder = Path(tempfile.mkdtemp(prefix="xyro-links-", dir=directory))
     indptr = np.zeros(n + 1, dtype=np.int64)  # out-degrees first, prefix sums at the end
     after = -1  # the last row seen
     with open(folder / "indices.bin", "wb") as f:
+        stop_point(check_stop)
         for rows, degrees, destinations in chunks:
             rows, degrees, destinations = _checked_chunk(rows, degrees, destinations, n, after)
             if len(rows):
                 indptr[rows + 1] = degrees
                 after = int(rows[-1])
             destinations.astype("<i4", copy=False).tofile(f)
+            stop_point(check_stop)
     np.cumsum(indptr, out=indptr)
     indptr.astype("<i8", copy=False).tofile(folder / "indptr.bin")
     return FileCsrSource(folder / "indptr.bin", folder / "indices.bin")
@@ -239,8 +257,9 @@ class SliceStore:
 
     @classmethod
     def build(cls, source: CsrSource, directory: Path, budget_bytes: int,
-              chunk_links: int = 1 << 22) -> SliceStore:
-        """Cut the graph into slices that fit the memory budget (three streaming passes)."""
+              chunk_links: int = 1 << 22, check_stop: StopCheck | None = None) -> SliceStore:
+        """Cut the graph into slices that fit the memory budget (three streaming passes;
+        ``check_stop`` is called before each chunk and each slice)."""
         n, m = source.n, source.m
         usable = int(budget_bytes * USABLE_FRACTION) - RESIDENT_BYTES_PER_PAGE * n
         chunk_links = max(1, min(chunk_links, usable // 64))
@@ -253,6 +272,7 @@ class SliceStore:
         in_prefix = np.zeros(n + 1, dtype=np.int64)
         chunks = row_cuts(source, 0, 1, chunk_links)
         for a, b in zip(chunks[:-1], chunks[1:]):
+            stop_point(check_stop)
             _, idx = source.rows(int(a), int(b))
             counts = np.bincount(idx)
             in_prefix[1:len(counts) + 1] += counts
@@ -264,14 +284,17 @@ class SliceStore:
         for k in range(store.count):
             store._path("out-ptr", k).touch()
             store._path("out-idx", k).touch()
-        store._write_out_slices_and_buckets(source, chunks)
+        store._write_out_slices_and_buckets(source, chunks, check_stop)
         for k in range(store.count):
+            stop_point(check_stop)
             store._sort_bucket(k)
         return store
 
-    def _write_out_slices_and_buckets(self, source: CsrSource, chunks: np.ndarray) -> None:
+    def _write_out_slices_and_buckets(self, source: CsrSource, chunks: np.ndarray,
+                                      check_stop: StopCheck | None = None) -> None:
         bases = [int(source.pointers(int(r), int(r))[0]) for r in self.bounds[:-1]]
         for a, b in zip(chunks[:-1].tolist(), chunks[1:].tolist()):
+            stop_point(check_stop)
             ptr, idx = source.rows(a, b)
             first = int(np.searchsorted(self.bounds, a, side="right")) - 1
             last = int(np.searchsorted(self.bounds, b - 1, side="right")) - 1

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metadata import MetadataStore, crawl_queries, versions
 from metadata.connection import search_problem, write_problem
@@ -25,6 +25,7 @@ from xyro.crawl.admission import Admission
 from xyro.crawl.crawler import Crawler, CrawlSettings, Validators
 from xyro.crawl.frontier import Frontier
 from xyro.crawl.hosts import HostScheduler
+
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.seenset import SeenSet
 from xyro.errors import AccessError, XyroError
@@ -37,6 +38,9 @@ from xyro.net.robots import RobotsCache
 from xyro.net.urls import Scope, TrapGuard
 from xyro.publication.published import PublishedDates
 from xyro.publication.trust import PublishedDateTrusts
+
+if TYPE_CHECKING:
+    from xyro.crawl.opic_online import OpicCheckpoints
 
 
 @dataclass
@@ -198,9 +202,11 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes))
     # The frontier owns queued work: one admission, and the writer's submit to record every
     # enqueue and dequeue itself (DESIGN.md §2).
+    opic = build_opic(app, store, writer.submit)
     frontier = Frontier(hosts, robots, clock, admission=build_admission(app),
                         record=writer.submit,
-                        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate))
+                        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate),
+                        cash=None if opic is None else opic.opic.cash)
     crawler = Crawler(
         frontier=frontier, fetch=page_fetcher.fetch,
         fetch_robots=robots_fetcher.fetch, validators=readers.validators, submit=writer.submit,
@@ -210,9 +216,35 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                max_redirects=limits.max_redirects),
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
         host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s),
-        publication=build_publication(app))
+        publication=build_publication(app), opic=opic)
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
+
+
+def build_opic(app: App, store: MetadataStore,
+               submit: Callable[[Any], object]) -> OpicCheckpoints | None:
+    """OPIC in the crawl (``ranking.opic``), continued from the stored checkpoint if any."""
+    # Imported here: ranking compiles with numba, whose cache folder the entry point sets
+    # first (xyro/service/numba_cache.py).
+    from ranking.opic import OpicParams
+    from ranking.opic_adaptive import WINDOW_ESTIMATES, AdaptiveParams
+    from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpoints
+
+    cfg = app.config.ranking
+    opic_cfg = cfg.opic
+    if not opic_cfg.enabled:
+        return None
+    focus = Focus(xml=opic_cfg.focus.xml, patterns=tuple(opic_cfg.focus.patterns),
+                  boost=opic_cfg.focus.boost)
+    stored = store.opic_checkpoint()
+    if stored is not None:
+        opic = OnlineOpic.from_checkpoint(stored[3], focus, opic_cfg.estimate)
+    else:
+        adaptive = AdaptiveParams() if opic_cfg.estimate in WINDOW_ESTIMATES else None
+        opic = OnlineOpic(OpicParams(damping=cfg.damping, adaptive=adaptive), focus,
+                          opic_cfg.estimate)
+    return OpicCheckpoints(opic, submit, app.clock, opic_cfg.checkpoint_interval_s,
+                           importance=cfg.importance == "opic")
 
 
 def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalogs | None:

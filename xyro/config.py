@@ -242,7 +242,22 @@ class PublicationConfig(_Section):
         return self
 
 
+class OpicFocusConfig(_Section):
+    xml: bool = True
+    patterns: Regexes = ()
+    boost: float = Field(1.0, ge=0)
+
+
+class OpicConfig(_Section):
+    enabled: bool = True
+    estimate: Literal["inflow", "papers", "fixed_window", "variable_window", "bao"] = "inflow"
+    checkpoint_interval_s: float = Field(300.0, gt=0)
+    focus: OpicFocusConfig = OpicFocusConfig()
+
+
 class RankingConfig(_Section):
+    importance: Literal["pagerank", "opic"] = "pagerank"
+    opic: OpicConfig = OpicConfig()
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
     max_iter: int = Field(1000, ge=1)

@@ -10,6 +10,10 @@ until the same page budget:
 
 * ``xyro``: ``run_crawl`` on a fresh SQLite store (metadata writes on), politeness delay 0,
   robots.txt obeyed, one request in flight per host, ``--workers`` fetch threads;
+* ``xyro_opic_off`` and ``xyro_focus_off``: the same Xyro run with OPIC off
+  (``ranking.opic.enabled=false``: discovery first-in first-out per host) and with OPIC on but
+  no focus (``ranking.opic.focus.boost=0``), for OPIC's cost in throughput and focus's gain in
+  XML documents per 1,000 fetches, measured in the same run;
 * ``scrapy``: tests/bench/scrapy_peer.py, a CrawlSpider whose LinkExtractors look at the
   same tags as Xyro (a, area, frame, iframe, link rel=alternate), ``ROBOTSTXT_OBEY``,
   ``CONCURRENT_REQUESTS_PER_DOMAIN=1``, no delay, no AutoThrottle, no cache.
@@ -56,7 +60,13 @@ REPO = HERE.parents[1]
 SCRAPY_PEER = HERE / "scrapy_peer.py"
 XML_SHARE = 0.3
 #: How each crawler's requests are told apart in the web's log (their User-Agent prefixes).
-AGENTS = {"xyro": "Xyro/", "scrapy": "ScrapyPeer/"}
+AGENTS = {"xyro": "Xyro/", "scrapy": "ScrapyPeer/", "xyro_opic_off": "XyroOpicOff/",
+          "xyro_focus_off": "XyroFocusOff/"}
+#: Xyro variants run beside the default (OPIC on, focus on), with these overrides (their
+#: own User-Agent, so the web's log tells the runs apart; robots.txt rules are for *).
+VARIANTS = {"xyro_opic_off": ("ranking.opic.enabled=false", "crawler.user_agent=XyroOpicOff/0.1"),
+            "xyro_focus_off": ("ranking.opic.focus.boost=0",
+                               "crawler.user_agent=XyroFocusOff/0.1")}
 
 
 def log(msg: str) -> None:
@@ -183,6 +193,25 @@ def xyro_child(seeds_file: Path, state_dir: Path, budget: int, workers: int,
 
 # -- the parent ----------------------------------------------------------------------------
 
+def _opic_ratios(report: dict[str, Any]) -> None:
+    """OPIC's cost (throughput against OPIC off) and focus's gain (XML documents per 1,000
+    fetches against focus off), from the runs of this invocation."""
+    x = report.get("xyro")
+    if x is None:
+        return
+    for run in (r for name, r in report.items() if name.startswith("xyro")):
+        run["xml_docs_per_1000_fetches"] = round(1000 * run["xml_pages"] / max(run["pages"], 1), 1)
+    off = report.get("xyro_opic_off")
+    if off is not None:
+        x["ratio_pages_per_s_vs_opic_off"] = round(x["pages_per_s"] / off["pages_per_s"], 3)
+        x["opic_cpu_cost_pct"] = round(100 * (x["cpu_ms_per_page"] / off["cpu_ms_per_page"]
+                                              - 1), 1)
+    no_focus = report.get("xyro_focus_off")
+    if no_focus is not None:
+        x["ratio_xml_docs_vs_focus_off"] = round(
+            x["xml_docs_per_1000_fetches"] / max(no_focus["xml_docs_per_1000_fetches"], 0.1), 3)
+
+
 def run_child(cmd: list[str], name: str, cpu: int) -> dict[str, Any]:
     log(f"{name}: {' '.join(cmd[1:])}")
     pin = None if cpu < 0 else (lambda: os.sched_setaffinity(0, {cpu}))
@@ -212,7 +241,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="CPU both crawlers are pinned to (default 0; -1: not pinned)")
     p.add_argument("--scrapy-concurrency", type=int, default=64)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--only", choices=("xyro", "scrapy"), help="run one crawler only")
+    p.add_argument("--only", choices=("xyro", "xyro_opic_off", "xyro_focus_off", "scrapy"),
+                   help="run one crawler only")
+    p.add_argument("--no-variants", action="store_true",
+                   help="skip the OPIC-off and focus-off Xyro runs")
     p.add_argument("--profile", type=Path,
                    help="run the Xyro child under py-spy (installed by hand, not a project "
                         "dependency) and write its raw (collapsed) stacks here")
@@ -240,16 +272,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             seeds_file = Path(tmp) / "seeds.txt"
             seeds_file.write_text("\n".join(web.seeds) + "\n")
-            for name in ("xyro", "scrapy"):
+            for name in ("xyro", "xyro_opic_off", "xyro_focus_off", "scrapy"):
                 if args.only and args.only != name:
+                    continue
+                if name != "scrapy" and name != "xyro" and args.no_variants:
                     continue
                 state = Path(tmp) / name
                 state.mkdir()
-                if name == "xyro":
+                if name.startswith("xyro"):
                     cmd = [sys.executable, __file__, "--child", "xyro", "--seeds-file",
                            str(seeds_file), "--state-dir", str(state), "--budget", str(budget),
                            "--workers", str(args.workers)]
-                    cmd += [f"--set={kv}" for kv in args.set]
+                    cmd += [f"--set={kv}" for kv in [*args.set, *VARIANTS.get(name, ())]]
                     if args.profile:
                         cmd = [str(Path(sys.executable).parent / "py-spy"), "record",
                                "--format", "raw", "--rate", "250", "--gil",
@@ -268,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         records = web.records()
         for name in report:
             report[name]["server_log"] = audit_log(records, web.model, AGENTS[name])
+    _opic_ratios(report)
     if "xyro" in report and "scrapy" in report:
         x, s = report["xyro"], report["scrapy"]
         x["ratio_pages_per_s_vs_scrapy"] = round(x["pages_per_s"] / s["pages_per_s"], 3)

@@ -65,6 +65,9 @@ def value(families: Families, name: str, **labels: str) -> float:
 
 
 def pages(families: Families) -> float:
+    """Pages fetched; 0 before the crawler is wired (the endpoint serves build info first)."""
+    if "xyro_pages_fetched" not in families:
+        return 0.0
     return value(families, "xyro_pages_fetched_total")
 
 

@@ -45,7 +45,8 @@ def fill_small_store(store: MetadataStore) -> None:
     """A small crawl touching every table: HTML, XML with versions, errors, ranks, jobs."""
     import numpy as np
 
-    from metadata import Enqueue, JobRun, SetRanks, SetRefresh, SetState, XmlVersion
+    from metadata import (Enqueue, JobRun, SaveOpic, SetRanks, SetRefresh, SetState,
+                          XmlVersion)
 
     day = 1_767_225_600.0  # 2026-01-01T00:00:00Z
     home, cat, feed, doc = ("http://shop.example/", "http://shop.example/catalog.xml",
@@ -74,6 +75,10 @@ def fill_small_store(store: MetadataStore) -> None:
         ids = np.array(store.url_ids([home, cat, feed, doc]), dtype=np.int64)
         w.submit(SetRanks(ids, importance=np.array([1.9, 1.4, 0.4, 0.3]),
                           interest=np.array([2.2, 1.0, 0.5, 0.3])))
+        w.submit(SaveOpic(day + 3650, 2.5, b"checkpoint bytes", (home, cat, feed, doc),
+                          cash=np.array([0.05, 0.1, 0.02, 0.03]),
+                          history=np.array([0.4, 0.2, 0.1, 0.1]),
+                          estimate=np.array([0.45, 0.3, 0.12, 0.13])))
         w.submit(SetRefresh(int(ids[0]), 1 / 3600, "mle", 492_010, 2.0))
         w.submit(SetRefresh(int(ids[1]), 1 / 86400, "last_modified", 492_012, 6.0))
         w.submit(SetState("S", 0.0203))

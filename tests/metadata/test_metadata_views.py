@@ -34,4 +34,6 @@ def test_view_contents(small_store: MetadataStore) -> None:
     hosts = {h: (f, e) for h, _, f, e, _ in q("SELECT * FROM v_hosts")}
     assert hosts["shop.example"] == (5, 1) and hosts["news.example"] == (1, 1)
     assert q("SELECT sum(pages) FROM v_due_per_unit").fetchone() == (2,)
+    top = q("SELECT url, estimate, estimate_x_n, cash, history FROM v_opic LIMIT 1").fetchone()
+    assert top == ("http://shop.example/", 0.45, 1.8, 0.05, 0.4)
     conn.close()

@@ -12,7 +12,7 @@ import pytest
 
 from metadata import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, JobRun, MetadataError, MetadataStore,
-    PageType, SetOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
 )
 
 A, B, C, D = (f"http://site.example/{x}" for x in "abcd")
@@ -196,12 +196,16 @@ def test_refresh_ranks_opic_state_jobs(store: MetadataStore) -> None:
     with store.writer() as w:
         w.submit(SetRanks(ids, importance=np.array([3.0, 1.0, 0.5]), interest=None))
         w.submit(SetRanks(ids[:1], importance=None, interest=np.array([2.5])))
-        w.submit(SetOpic(ids, cash=np.array([0.1, 0.2, 0.3]), history=np.zeros(3)))
+        w.submit(SaveOpic(5.0, 0.75, b"npz", (A, "http://not.stored/", C),
+                          cash=np.array([0.1, 0.2, 0.3]), history=np.array([0.5, 0.6, 0.7]),
+                          estimate=np.array([0.2, 0.3, 0.5])))
         w.submit(SetRefresh(int(ids[1]), 1e-5, "mle", 7, 3.5))
         w.submit(SetState("S", 12.5))
         w.submit(SetState("S", 13.5))
         w.submit(JobRun("rank", 1.0, 2.5, "ok", "12 iterations"))
     assert row(store, A, "importance, interest, opic_cash") == (3.0, 2.5, 0.1)
+    assert row(store, C, "opic_cash, opic_history, opic_estimate") == (0.3, 0.7, 0.5)
+    assert store.opic_checkpoint() == (5.0, 3, 0.75, b"npz")
     assert row(store, B, "rate, rate_source, due_unit, interval_units") == (1e-5, "mle", 7, 3.5)
     assert store.get_state("S") == 13.5
     st = store.status(current_unit=7)

@@ -172,6 +172,7 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
     loopback addresses allowed and a 10 s fetch deadline. At the end the web's own request
     log is audited: requests to disallowed URLs and per-host politeness violations.
     """
+    from xyro.cli.demo_view import Progress, quiet_logs
     from xyro.service.demo import demo_storage, run_demo
     from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
 
@@ -182,19 +183,27 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
         seconds = 3600.0
     spec = WebSpec(seed=seed, n_hosts=hosts, n_pages=web_pages,
                    hostile=HOSTILE_KINDS if hostile else frozenset())
-    with _Progress(pages) as progress:
+    with Progress(pages, seconds, speed) as progress, quiet_logs():
         summary, audit = run_demo(app_of(ctx), spec, speed=speed, max_pages=pages,
                                   max_seconds=seconds, on_progress=progress)
     database = demo_storage(app_of(ctx).config).storage.database
-    report = {"stop_reason": summary.stop_reason, **summary.stats, "audit": audit.as_dict(),
-              "database": database}
+    stats = summary.stats
+    refused = int((stats.get("errors_by_kind") or {}).get("robots", 0))
+    report = {"stop_reason": summary.stop_reason,
+              "pages_fetched": int(stats.get("pages", 0)) - refused,
+              "robots_refused_not_fetched": refused,
+              "simulated_s": round(progress.simulated_s, 1),
+              "real_s": stats.get("elapsed_s"), "pages_per_real_s": stats.get("pages_per_s"),
+              **{k: v for k, v in stats.items() if k not in ("elapsed_s", "pages_per_s", "pages")},
+              "audit": audit.as_dict(), "database": database}
     if as_json:
         click.echo(json.dumps(report, sort_keys=True, default=str))
     else:
         click.echo(format_status(report))
         click.echo(f"The demo keeps its own database, {database}: look further with "
-                   "`xyro --demo status`, `xyro --demo documents` or "
-                   f"`sqlite3 -readonly {database} 'SELECT * FROM v_hosts'`.")
+                   "`xyro --demo status`, `xyro --demo documents`, "
+                   f"`sqlite3 -readonly {database} 'SELECT * FROM v_opic LIMIT 5'` or "
+                   f"`sqlite3 -readonly {database} 'SELECT * FROM v_due_per_unit'`.")
 
 
 class _Progress:
@@ -259,14 +268,27 @@ def run_daemon(ctx: click.Context) -> None:
               default=None, help="Rank a bare edge list (.npz with n, src, dst[, xml]) "
                                  "instead of the database.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many top pages to show.")
+              help="How many top pages to show (not used with --compare).")
+@click.option("--compare", is_flag=True,
+              help="Compare OPIC's importance estimates with the teleport PageRank of the "
+                   "same graph instead of ranking: the crawl's stored OPIC checkpoint "
+                   "against the stored graph, or with --edges OPIC run on the edge list. "
+                   "Writes nothing.")
+@click.option("--reads", type=click.IntRange(min=1), default=None,
+              help="With --compare --edges: OPIC reads per page, i.e. reads x pages Greedy "
+                   "visits [default: 10].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
-def rank(ctx: click.Context, edges: Path | None, top: int, as_json: bool) -> None:
+def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads: int | None,
+         as_json: bool) -> None:
     """Compute direct importance and inverse interest (PageRank) and store them (mean 1).
 
     Uses the ranking section of the config (damping, tolerance, dangling, memory budget:
     above it the graph is ranked out of core, in slices). Progress per sweep on stderr.
+
+    With --compare, measure how close OPIC is to its fixpoint, the teleport PageRank with
+    the same damping (DESIGN.md §5): L1 distance, Kendall tau, top-100 overlap and mean
+    relative error over the pages both know; progress on stderr.
     """
     from ranking.results import ConvergenceError
     from xyro.jobs.rank_run import rank_edges, run_rank
@@ -274,16 +296,25 @@ def rank(ctx: click.Context, edges: Path | None, top: int, as_json: bool) -> Non
     def progress(p: Any) -> None:
         click.echo(f"{p.ranking} sweep {p.iteration}: residual {p.residual:.3e}", err=True)
 
+    if reads is not None and not (compare and edges is not None):
+        raise UsageError("--reads is the number of OPIC reads per page of `xyro rank "
+                         "--compare --edges FILE.npz`; add --compare and --edges, or drop "
+                         "--reads")
     app = app_of(ctx)
     try:
-        summary = (rank_edges(edges, app, progress, top) if edges is not None
-                   else run_rank(app, progress, top))
+        if compare:
+            from xyro.jobs.opic_compare import compare_opic
+            report = compare_opic(app, edges, reads, lambda line: click.echo(line, err=True))
+        else:
+            summary = (rank_edges(edges, app, progress, top) if edges is not None
+                       else run_rank(app, progress, top))
+            report = summary.as_dict()
     except ConvergenceError as exc:
         raise XyroError(f"ranking did not converge: {exc} (config keys ranking.max_iter, "
                         "ranking.tolerance, ranking.damping)") from None
     except ValueError as exc:
-        raise XyroError(f"cannot rank {edges or app.database_path}: {exc}") from None
-    report = summary.as_dict()
+        verb = "compare" if compare else "rank"
+        raise XyroError(f"cannot {verb} {edges or app.database_path}: {exc}") from None
     click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
 
 

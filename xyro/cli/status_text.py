@@ -104,7 +104,8 @@ def _section(title: str, rows: Iterable[tuple[str, str]]) -> list[str]:
 
 def render_status(report: Mapping[str, Any], now: float) -> str:
     """The ``xyro status`` text: one section per part of the system an operator checks."""
-    blocks = [_header(report), _urls(report), _frontier(report), _live_crawl(report, now),
+    blocks = [_header(report), _urls(report), _opic(report, now), _frontier(report),
+              _live_crawl(report, now),
               _last_crawl(report, now), _refresh(report, now), _errors(report, now),
               _jobs(report, now)]
     return "\n\n".join("\n".join(block) for block in blocks if block)
@@ -125,6 +126,18 @@ def _urls(r: Mapping[str, Any]) -> list[str]:
                           f"file(s), {number(r.get('xml_versions', 0))} stored version(s)"),
         ("loader", f"{number(r.get('pending', 0))} document(s) waiting for DTDs/entities"),
     ])
+
+
+def _opic(r: Mapping[str, Any], now: float) -> list[str]:
+    opic = r.get("opic")
+    if not isinstance(opic, Mapping):
+        return []
+    rows = [(f"{i + 1}.", f"{page.get('estimate') or 0:.3g} (cash {page.get('cash') or 0:.3g}, "
+                          f"history {page.get('history') or 0:.3g})  {page.get('url')}")
+            for i, page in enumerate(opic.get("top") or [])]
+    return _section(f"OPIC: {number(opic.get('pages', 0))} page(s), clock G "
+                    f"{opic.get('clock_g', 0):.4g}, checkpoint {ago(opic.get('written_at'), now)} "
+                    "(per page: the view v_opic)", rows)
 
 
 def _frontier(r: Mapping[str, Any]) -> list[str]:
@@ -170,6 +183,14 @@ def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("DTDs/entities", f"{number(sources.get('catalog', 0))} from XML catalogs, "
                                       f"{number(sources.get('cache', 0))} from the cache, "
                                       f"{number(sources.get('web', 0))} fetched from the web"))
+    opic = c.get("opic")
+    if isinstance(opic, Mapping):
+        rows.append(("OPIC", f"{number(opic.get('visits', 0))} visit(s) over "
+                             f"{number(opic.get('pages', 0))} page(s), G "
+                             f"{opic.get('clock_g', 0):.4g}, V {opic.get('virtual_cash', 0):.3g}, "
+                             f"total cash {opic.get('total_cash', 0):.12g}, focus "
+                             f"{opic.get('focus_granted', 0):.3g}, "
+                             f"{number(opic.get('checkpoints', 0))} checkpoint(s)"))
     pub = c.get("publication")
     if isinstance(pub, Mapping):
         rows.append(("publication", _publication_row(pub)))

@@ -28,7 +28,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metadata import FetchRecord, PageType, XmlVersion
 from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
@@ -48,6 +48,9 @@ from xyro.loader.document import LoadError
 from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
 from xyro.records import ErrorKind, FetchResult
+
+if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.build_opic)
+    from xyro.crawl.opic_online import OpicCheckpoints
 
 log = logging.getLogger("xyro.crawl.crawler")
 
@@ -110,7 +113,8 @@ class Crawler:
                  loader: LoaderStage | None = None,
                  fetch_for_loader: Callable[..., FetchResult] | None = None,
                  host_warnings: HostWarnings | None = None,
-                 publication: PublicationChannel | None = None) -> None:
+                 publication: PublicationChannel | None = None,
+                 opic: OpicCheckpoints | None = None) -> None:
         """``submit``: the metadata writer's, for what is not a frontier move (XML versions,
         loading status); the frontier records the pages and their moves itself.
         ``publication``: the crawl's sitemaps, feeds and published dates (one per crawl)."""
@@ -125,6 +129,7 @@ class Crawler:
         self.loader = loader
         self._host_warnings = host_warnings
         self.publication = publication or PublicationChannel()
+        self.opic = opic  # OPIC in the crawl: every fetched page is a visit (DESIGN.md §5)
         # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
         self._fetch_for_loader = fetch_for_loader or fetch
         self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
@@ -173,6 +178,8 @@ class Crawler:
                 self._wake.clear()
                 self._drain()
                 self._expire_pending()
+                if self.opic is not None and self.opic.due(self.clock.now()):
+                    self.opic.save()
                 reason = self._stop_reason(stop, deadline, max_pages) or reason
                 if reason != "frontier exhausted" or (until_exhausted and self._exhausted()):
                     if self._in_flight == 0:
@@ -192,6 +199,8 @@ class Crawler:
                 self._work.put(None)
             for t in threads:
                 t.join(timeout=5.0)
+            if self.opic is not None:
+                self.opic.save()
         return CrawlSummary(reason, self.snapshot())
 
     def snapshot(self) -> dict[str, Any]:
@@ -204,6 +213,8 @@ class Crawler:
             snap["loader_cached"] = len(self.loader.cache)
             snap["loader_dtd_sources"] = self.loader.dtd_sources()
         snap["publication"] = self.publication.snapshot()
+        if self.opic is not None:
+            snap["opic"] = {**self.opic.opic.snapshot(), "checkpoints": self.opic.written}
         return snap
 
     def _stop_reason(self, stop: threading.Event, deadline: float | None,
@@ -386,6 +397,10 @@ class Crawler:
             etag=result.etag, children=tuple(c.url for c in outcome.children),
             error_kind=outcome.error_kind, error_detail=outcome.error_detail,
             content_type=result.content_type, size=len(result.body))
+        if self.opic is not None and not result.not_modified:
+            # Before the links are queued, so they are filed under the cash just received.
+            self.opic.opic.visit(item.url, record.children,
+                                 [c.likely_xml for c in outcome.children])
         if self._redirects.is_redirect(outcome):
             # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
             links = [(c.url, item.priority) for c in outcome.children]

@@ -58,6 +58,7 @@ from typing import Any, Union
 from metadata.records import Enqueue, FetchRecord, Op, Refuse
 from xyro.clock import Clock
 from xyro.crawl.admission import RULES, Admission, Refusal, Source
+from xyro.crawl.cash_queue import CashOf
 from xyro.crawl.frontier_queues import FrontierItem, FrontierQueues
 from xyro.crawl.hosts import LEVELS, HostScheduler
 from xyro.crawl.seenset import SeenSet
@@ -159,10 +160,11 @@ class Frontier(FrontierQueues):
 
     def __init__(self, hosts: HostScheduler, robots: RobotsCache, clock: Clock, *,
                  admission: Admission | None = None, record: Callable[[Op], Any] | None = None,
-                 seen: SeenSet | None = None) -> None:
+                 seen: SeenSet | None = None, cash: CashOf | None = None) -> None:
         """``record``: the metadata writer's ``submit`` (None: nothing is persisted, as in
-        tests and benchmarks); ``admission`` None checks the scheme only."""
-        super().__init__(hosts, robots, clock)
+        tests and benchmarks); ``admission`` None checks the scheme only; ``cash``: the
+        OPIC cash of a URL, to take unread pages in Greedy order (None: first in, first out)."""
+        super().__init__(hosts, robots, clock, cash)
         self.admission = admission or Admission.open()
         self.seen = seen if seen is not None else SeenSet(100_000)
         self._record = record
@@ -280,6 +282,9 @@ class Frontier(FrontierQueues):
             if skip_seen:
                 if not seen.add(url):
                     known += 1
+                    queued_item = self._queued.get(url)
+                    if queued_item is not None:
+                        self._rekey(queued_item)   # it may hold more cash now (OPIC)
                     continue
             else:
                 seen.add(url)

@@ -4,7 +4,11 @@ extends them with the one admission, the seen-set and the writer's records; prod
 the engine only ever hold a Frontier.
 
 Levels run from 0 (best) to ``LEVELS - 1`` (their names: :mod:`xyro.crawl.frontier`).
-Each host keeps one FIFO per level. A host is *ready* when the :class:`HostScheduler` lets it
+Each host keeps one FIFO per level; with OPIC in the crawl (a ``cash`` function), the levels
+of unread pages (:data:`CASH_LEVELS`: discovery, background) are instead kept in Greedy
+order, highest cash first (:class:`~xyro.crawl.cash_queue.CashQueue`), and among hosts ready
+at such a level the one whose head holds the most cash goes first: within politeness, the
+crawler takes the unread page with the most cash, as OPIC's Greedy policy does (000 §2). A host is *ready* when the :class:`HostScheduler` lets it
 start; among ready hosts the one with the best (lowest) queued level goes first, ties in the
 order they became ready; from that host the head of its best level is taken. So within
 politeness, level 0 goes first globally, and a host full of level-4 links never delays
@@ -43,11 +47,15 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from xyro.clock import Clock
+from xyro.crawl.cash_queue import CashOf, CashQueue
 from xyro.crawl.hosts import LEVELS, HostScheduler, HostSlot
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import robots_url, url_keys
 
 ItemKind = Literal["fetch", "robots", "disallowed"]
+
+#: Levels of unread pages (discovery 3, background 4), ordered by OPIC cash when it runs.
+CASH_LEVELS = frozenset({3, 4})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +74,10 @@ class FrontierItem:
 class FrontierQueues:
     """Priority levels × per-host queues under the politeness scheduler and robots.txt."""
 
-    def __init__(self, hosts: HostScheduler, robots: RobotsCache, clock: Clock) -> None:
+    def __init__(self, hosts: HostScheduler, robots: RobotsCache, clock: Clock,
+                 cash: CashOf | None = None) -> None:
         self.hosts = hosts
+        self._cash = cash  # OPIC cash of a URL (Greedy order of CASH_LEVELS), or None: FIFO
         self.robots = robots
         self._clock = clock
         self._open: dict[str, int] = {}  # url → fetches popped and not completed/given back
@@ -78,7 +88,8 @@ class FrontierQueues:
         self._queued: dict[str, FrontierItem] = {}  # url → its live item (queued or delayed)
         self._in_progress: dict[str, FrontierItem] = {}
         self._delayed: list[tuple[float, int, FrontierItem]] = []
-        self._ready_heap: list[tuple[int, int, str]] = []  # (level, arrival, host)
+        # (level, −cash of its head at a cash level else 0, arrival, host)
+        self._ready_heap: list[tuple[int, float, int, str]] = []
         self._level_counts = [0] * LEVELS
         self._seq = itertools.count()
         self._lock = threading.Lock()
@@ -104,6 +115,7 @@ class FrontierQueues:
         old = self._queued.get(item.url)
         if old is not None:
             if item.priority >= old.priority:
+                self._rekey(old)
                 return False
             self._cancel(old)
         self._queued[item.url] = item
@@ -126,6 +138,25 @@ class FrontierQueues:
         # are released (re-created with not_before=0) when due.
         return item.not_before > 0.0
 
+    def _rekey(self, item: FrontierItem) -> None:
+        """A queued unread page was offered again: it may hold more cash now (OPIC)."""
+        if self._cash is None or item.priority not in CASH_LEVELS or self._is_delayed(item):
+            return
+        slot = self._slot(item.host)
+        queue = slot.levels[item.priority] if slot.levels is not None else None
+        if not isinstance(queue, CashQueue):
+            return
+        queue.rekey(item, lambda it: self._queued.get(it.url) is it)
+        if slot.ready_level == item.priority and queue[0] is item:
+            # The host waits in the ready heap under its head's old cash: file it again.
+            heapq.heappush(self._ready_heap, (item.priority, -queue.top_cash(),
+                                              next(self._seq), item.host))
+
+    def _new_queue(self, level: int) -> deque[FrontierItem] | CashQueue:
+        if self._cash is not None and level in CASH_LEVELS:
+            return CashQueue(self._cash)
+        return deque()
+
     def _release(self, item: FrontierItem) -> None:
         """Put a due item into its host's queue and let the host compete."""
         if item.not_before:
@@ -134,7 +165,7 @@ class FrontierQueues:
         slot = self._slot(item.host)
         if slot.levels is None:
             self._with_queues += 1
-        slot.append(item)
+        slot.append(item, self._new_queue)
         level = slot.ready_level
         if level is not None and item.priority < level:
             self._mark_ready(item.host, slot, item.priority)
@@ -160,7 +191,7 @@ class FrontierQueues:
                 else:
                     self._mark_ready(host, slot, best)
             while self._ready_heap:
-                level, _, host = heapq.heappop(self._ready_heap)
+                level, _, _, host = heapq.heappop(self._ready_heap)
                 slot = self._slot(host)
                 if slot.ready_level != level:
                     continue  # stale: the host moved up a level or left
@@ -175,7 +206,10 @@ class FrontierQueues:
         if slot.ready_level is None:
             self._n_ready += 1
         slot.ready_level = level
-        heapq.heappush(self._ready_heap, (level, next(self._seq), host))
+        cash = 0.0
+        if self._cash is not None and level in CASH_LEVELS:
+            cash = self._cash(self._head(slot, level).url)
+        heapq.heappush(self._ready_heap, (level, -cash, next(self._seq), host))
 
     def _head(self, slot: HostSlot, level: int) -> FrontierItem:
         dq = slot.levels[level]  # type: ignore[index]
@@ -283,10 +317,12 @@ class FrontierQueues:
             for level, dq in enumerate(slot.levels):
                 if not dq:
                     continue
-                keep: deque[FrontierItem] = deque()
+                keep = self._new_queue(level)
+                taken: set[int] = set()  # a CashQueue may hold an item more than once
                 for item in dq:
-                    if self._queued.get(item.url) is not item:
-                        continue  # stale entry of an item moved up a level
+                    if self._queued.get(item.url) is not item or id(item) in taken:
+                        continue  # stale entry of an item moved up a level (or a repeat)
+                    taken.add(id(item))
                     if item.origin == origin:
                         out.append(item)
                         self._open[item.url] = self._open.get(item.url, 0) + 1

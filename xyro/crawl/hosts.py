@@ -34,6 +34,7 @@ import heapq
 import itertools
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,13 +78,14 @@ class HostSlot:
                     return level
         return None
 
-    def append(self, item: Any) -> None:
-        """Queue ``item`` (with a ``priority``) at the end of its level."""
+    def append(self, item: Any, new_queue: Callable[[int], Any] = lambda level: deque()) -> None:
+        """Queue ``item`` (with a ``priority``) at its level: a FIFO, or the queue
+        ``new_queue(level)`` builds (the frontier's Greedy order for unread pages)."""
         if self.levels is None:
             self.levels, self.live = [None] * LEVELS, [0] * LEVELS
         q = self.levels[item.priority]
         if q is None:
-            q = self.levels[item.priority] = deque()
+            q = self.levels[item.priority] = new_queue(item.priority)
         q.append(item)
         self.live[item.priority] += 1  # type: ignore[index]
 

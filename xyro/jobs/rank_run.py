@@ -1,18 +1,31 @@
 """The ranking job over the metadata store (``xyro rank`` and the daemon's schedule).
 
-Sizes the link graph from the store's counts, then either exports it whole and ranks it in
-memory, or, when that would not fit the configured budget, streams its child lists from the
-store into out-of-core slices (:func:`xyro.jobs.rank_job.rank_stream`, DESIGN.md §5 "Scale");
-runs direct importance and inverse interest, writes both back with mean 1 (in pieces, so
-the writer never turns all n values into Python objects at once), and records the run.
+Sizes the link graph from the store's counts, then either reads it whole, chunk by chunk
+(:func:`xyro.jobs.rank_job.read_csr`), and ranks it in memory, or, when that would not fit
+the configured budget, streams its child lists from the store into out-of-core slices
+(:func:`xyro.jobs.rank_job.rank_stream`, DESIGN.md §5 "Scale"); runs direct importance
+and inverse interest, writes both back with mean 1 (in pieces, so the writer never turns
+all n values into Python objects at once), and records the run.
 ``--edges`` ranks a bare edge list instead (no database involved).
+
+A caller that may have to stop mid-run (the daemon on SIGTERM) passes ``check_stop``: a
+callable that raises to abandon the run. It is checked while the graph is read from the
+store (inside SQLite's scans too), between the steps of the ranking, and between the pieces
+of the write-back. With ``flush`` too (the writer's), the write-back waits for each piece
+to be committed before it checks and sends the next: without that, the writer would still
+hold a whole ranking's updates when the stop comes (2M pages: about 10 s of work that the
+shutdown's final flush has to finish). An abandoned run writes no job record; abandoned in
+the write-back, the pages written so far keep their new values (it says how many) and the
+next run rewrites all of them.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +34,15 @@ import numpy as np
 
 from metadata import JobRun, MetadataStore, SetRanks
 from ranking.results import ProgressFn
+from ranking.slices import StopCheck, stop_point
 from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.config import RankingConfig
 from xyro.errors import XyroError
 from xyro.jobs.rank_job import (RankParams, RankReport, fits_in_memory, rank_edges_file,
-                           rank_graph, rank_stream)
+                           rank_graph, rank_stream, read_csr)
+
+log = logging.getLogger(__name__)
 
 WRITE_BACK_IDS = 1 << 16  # pages per SetRanks op
 SQLITE_HEAP_SHARE = 8      # `xyro rank`: SQLite's page caches get budget / 8 of the process
@@ -96,26 +112,44 @@ def sqlite_heap_limit(limit: int) -> Iterator[None]:
 
 
 def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
-               progress: ProgressFn | None = None, top: int = 10) -> RankSummary:
-    """Rank ``store``'s graph; results and the job record go through ``submit`` (the writer)."""
+               progress: ProgressFn | None = None, top: int = 10,
+               check_stop: StopCheck | None = None,
+               flush: Callable[[], None] | None = None) -> RankSummary:
+    """Rank ``store``'s graph; results and the job record go through ``submit`` (the writer).
+
+    ``check_stop`` (optional) is called all along the run and raises to abandon it (the
+    exception propagates; see the module doc). ``flush`` (optional, the writer's): wait for
+    each piece of the write-back to be committed before the next."""
     started = app.clock.now()
     n, m = store.graph_counts()
+    stop_point(check_stop)
     if n == 0:
         raise XyroError(f"the database {app.database_path} holds no pages yet: crawl "
                         "first (`xyro crawl` or `xyro demo`), or rank a file with "
                         "`xyro rank --edges FILE.npz`")
     params = rank_params(app.config.ranking, app.database_path.parent)
-    if fits_in_memory(n, m, params.memory_budget_bytes):
-        graph = store.export_graph()
-        n, m = graph.n, graph.m
-        report = rank_graph(graph.indptr, graph.indices, graph.xml_mask, params, progress)
-        del graph
+    in_memory = fits_in_memory(n, m, params.memory_budget_bytes)
+    log.info("ranking %d pages, %d links %s", n, m, "in memory" if in_memory else
+             f"out of core (memory budget {app.config.ranking.memory_budget_mb} MB)")
+    read_links = partial(store.stream_graph, check_stop=check_stop)
+    if in_memory:
+        indptr, indices, xml_mask = read_csr(read_links, check_stop)
+        n, m = len(indptr) - 1, len(indices)
+        report = rank_graph(indptr, indices, xml_mask, params, progress, check_stop)
+        del indptr, indices, xml_mask
     else:  # n and m as counted; the snapshot streamed may hold a few more (crawled since)
-        report = rank_stream(store.stream_graph, params, progress)
+        report = rank_stream(read_links, params, progress, check_stop)
         n = len(report.importance)
+    stop_point(check_stop)
+    log.info("ranks computed (%d + %d sweeps); writing them back for %d pages",
+             report.importance_iterations, report.interest_iterations, n)
     ids = np.arange(1, n + 1, dtype=np.int64)  # URL ids are dense 1..n, row k = id k + 1
     interest = report.interest if report.interest_iterations else None
-    _write_back(submit, ids, report.importance, interest)
+    # With ranking.importance: opic the planner's importance comes from the crawl's OPIC
+    # checkpoints; PageRank's stays in this run's summary only.
+    opic_source = app.config.ranking.importance == "opic"
+    _write_back(submit, ids, None if opic_source else report.importance, interest,
+                flush, check_stop)
     finished = app.clock.now()  # durations on the injected clock, as JobRun's times
     submit(JobRun("rank", started, finished, "ok",
                   f"{n} pages, {m} links, {finished - started:.1f} s"))
@@ -123,13 +157,29 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
     return RankSummary(n, m, report, tops[0], tops[1])
 
 
-def _write_back(submit: Callable[[Any], None], ids: np.ndarray, importance: np.ndarray,
-                interest: np.ndarray | None) -> None:
-    """Both rankings as SetRanks ops of :data:`WRITE_BACK_IDS` pages each (views, no copy)."""
-    for a in range(0, len(ids), WRITE_BACK_IDS):
-        part = slice(a, a + WRITE_BACK_IDS)
-        submit(SetRanks(ids[part], importance[part],
-                        None if interest is None else interest[part]))
+def _write_back(submit: Callable[[Any], None], ids: np.ndarray, importance: np.ndarray | None,
+                interest: np.ndarray | None, flush: Callable[[], None] | None = None,
+                check_stop: StopCheck | None = None) -> None:
+    """Both rankings as SetRanks ops of :data:`WRITE_BACK_IDS` pages each (views, no copy);
+    with ``flush``, each committed before ``check_stop`` and the next (module doc)."""
+    if importance is None and interest is None:
+        return
+    written = 0
+    try:
+        for a in range(0, len(ids), WRITE_BACK_IDS):
+            stop_point(check_stop)
+            part = slice(a, a + WRITE_BACK_IDS)
+            submit(SetRanks(ids[part], None if importance is None else importance[part],
+                            None if interest is None else interest[part]))
+            if flush is not None:
+                flush()
+                written = min(a + WRITE_BACK_IDS, len(ids))
+    except BaseException:
+        if written:
+            log.warning("ranking abandoned in its write-back: %d of %d pages have the new "
+                        "values, the others keep the previous run's until the next",
+                        written, len(ids))
+        raise
 
 
 def rank_edges(path: Path, app: App, progress: ProgressFn | None = None,

@@ -30,6 +30,7 @@ from xyro.app import App, CrawlParts, build_crawler
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
+from xyro.crawl.crawler import CrawlSummary
 from xyro.errors import XyroError
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
@@ -70,10 +71,13 @@ class Daemon:
         self.metrics = MetricsEndpoint(app.config.metrics)  # bound in run(): .port, .url
         self._summary = SummaryLine()
         self._due_this_unit: int | None = None
+        self.last_summary: CrawlSummary | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, max_pages: int | None = None, max_seconds: float | None = None) -> str:
+        """Run until stopped, or until ``max_pages`` fetches or ``max_seconds`` of clock time
+        (``xyro demo`` bounds its run so); returns why the crawl loop ended."""
         started = self.app.clock.now()
         with self.app.open_store(create=True) as store, self.metrics.start():
             self._store = store
@@ -88,7 +92,9 @@ class Daemon:
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
                 scheduler.start()
                 self.notifier.ready(f"crawling; {resumed + seeded} URLs queued")
-                summary = parts.crawler.run(stop=self.stop, until_exhausted=False)
+                summary = parts.crawler.run(max_pages, max_seconds, stop=self.stop,
+                                            until_exhausted=False)
+                self.last_summary = summary
                 log.info("crawl loop ended: %s", summary.stop_reason)
             finally:
                 self.notifier.stopping()
@@ -100,6 +106,17 @@ class Daemon:
                                            "stopped"))
                 parts.close()
                 self._parts = self._store = None
+        return self.last_summary.stop_reason if self.last_summary else "stopped"
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The live crawl counters plus the planner's due count, or None when not running."""
+        parts = self._parts
+        if parts is None:
+            return None
+        unit = self.jobs.view()[1]
+        planned = {} if unit is None else {"unit": unit.unit, "omega_g": unit.omega_g,
+                                           "omega_plan": unit.omega_plan}
+        return {**parts.crawler.snapshot(), "due_this_unit": self._due_this_unit, **planned}
 
     def signals(self) -> AbstractContextManager[object]:
         """SIGTERM/SIGINT stop (a second one exits at once), SIGHUP reloads; the previous
@@ -126,15 +143,24 @@ class Daemon:
         scheduler.add_job(self._idle_job, "interval", id="idle", seconds=1.0)
         return scheduler
 
+    def _stop_check(self) -> None:
+        """The long jobs' stop check: raises :class:`_Stopped` once the daemon stops."""
+        if self.stop.is_set():
+            raise _Stopped
+
     def _rank_job(self) -> None:
+        """Rank the stored graph. On a stop the run is abandoned within about one step of
+        its work (a millisecond of SQLite scan, a chunk, a slice, a sweep, a committed piece
+        of the write-back: ``check_stop`` all along :func:`rank_store`), so the shutdown,
+        which waits for the running jobs and then for the writer, stays short."""
         assert self._store is not None and self._parts is not None
-
-        def progress(_p: Any) -> None:
-            if self.stop.is_set():
-                raise _Stopped
-
+        if self.stop.is_set():  # fired while the daemon was stopping: not worth starting
+            return
+        log.info("ranking started")
         try:
-            summary = rank_store(self.app, self._store, self._parts.writer.submit, progress)
+            writer = self._parts.writer
+            summary = rank_store(self.app, self._store, writer.submit,
+                                 check_stop=self._stop_check, flush=writer.flush)
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
             self.jobs.ranked(summary.report.seconds)

@@ -1,10 +1,12 @@
-"""``xyro demo``: crawl a synthetic web served on 127.0.0.x, then audit the crawl.
+"""``xyro demo``: the daemon (``xyro run``) on a synthetic web served on 127.0.0.x, audited.
 
-The web and the crawler share one accelerated clock (DESIGN.md §3): politeness delays,
-Crawl-delays and the pages' change processes all run ``speed`` times faster than real time,
-so a demo shows a day of polite crawling in minutes. The audit reads the web's own request
-log: no request to a URL robots.txt forbids, and no two request starts to one host closer
-than max(delay, Crawl-delay).
+The web and the daemon share one accelerated clock (DESIGN.md §3): politeness delays,
+Crawl-delays, the pages' change processes, the refresh planner's time units and the ranking
+schedule all run ``speed`` times faster than real time, so a demo shows hours of the
+acquisition loop (crawl → metadata → rank → plan → refresh, paper 003 §2) in a minute. The
+demo's time unit is short (``unit_s`` simulated seconds) so that several units pass. The
+audit reads the web's own request log: no request to a URL robots.txt forbids, and no two
+requests to one host closer than max(delay, Crawl-delay).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from xyro.clock import AcceleratedClock, WallClock
 from xyro.config import XyroConfig
 from xyro.crawl.crawler import CrawlSummary
 from xyro.errors import UsageError
-from xyro.service.crawl_run import run_crawl
+from xyro.service.daemon import Daemon
+from xyro.service.sdnotify import Notifier
 from xyro.synthweb.log import RequestRecord
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 
 #: Real seconds a demo fetch may take at most (the slow-drip page would hold a worker 60 s).
 DEMO_DEADLINE_S = 10.0
+#: Simulated seconds of the demo's refresh time unit (the daemon's default is one day).
+DEMO_UNIT_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +87,14 @@ def start_gap_violations(records: list[RequestRecord], delay_s: float,
 def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
              max_seconds: float | None, stop: threading.Event | None = None,
              on_progress: Callable[[dict[str, Any]], None] | None = None,
+             unit_s: float = DEMO_UNIT_S, progress_interval_s: float = 1.0,
              ) -> tuple[CrawlSummary, Audit]:
-    """Serve ``spec`` on loopback, crawl it into the configured store, audit the log."""
+    """Serve ``spec`` on loopback, run the daemon on it into the demo's store until
+    ``max_pages`` fetches or ``max_seconds`` simulated seconds, and audit the web's log.
+
+    ``on_progress`` gets the daemon's live counters every ``progress_interval_s`` real
+    seconds, with ``simulated_s`` (simulated seconds since the start) added.
+    """
     clock = AcceleratedClock(WallClock().now(), speed) if speed != 1 else WallClock()
     try:
         web = SyntheticWeb(spec, clock)
@@ -91,12 +102,33 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
         raise UsageError(f"cannot build the demo's web: {exc} (options --hosts, "
                          "--web-pages, --no-hostile)") from None
     with web:
-        demo_app = App(demo_config(app, web.seeds), clock)
-        with demo_app.open_store(create=True):
-            pass
-        summary = run_crawl(demo_app, max_pages=max_pages, max_seconds=max_seconds,
-                            stop=stop, on_progress=on_progress)
+        demo_app = App(demo_config(app, web.seeds, unit_s, max(1, spec.n_pages // 10)), clock)
+        daemon = Daemon(demo_app, Notifier(""))
+        done = threading.Event()
+        watcher = threading.Thread(
+            target=_watch, name="xyro-demo-progress", daemon=True,
+            args=(daemon, clock, clock.now(), stop, done, on_progress, progress_interval_s))
+        watcher.start()
+        try:
+            with daemon.signals():
+                daemon.run(max_pages, max_seconds)
+        finally:
+            done.set()
+            watcher.join(timeout=5.0)
+        summary = daemon.last_summary or CrawlSummary("stopped", {})
         return summary, audit(web, demo_app.config.crawler.politeness.delay_s)
+
+
+def _watch(daemon: Daemon, clock: Any, started: float, stop: threading.Event | None,
+           done: threading.Event, on_progress: Callable[[dict[str, Any]], None] | None,
+           interval_s: float) -> None:
+    """Report progress and pass an outside stop on to the daemon, until the run is done."""
+    while not done.wait(interval_s):
+        if stop is not None and stop.is_set():
+            daemon.stop.set()
+        snap = daemon.snapshot()
+        if snap is not None and on_progress is not None:
+            on_progress({**snap, "simulated_s": clock.now() - started})
 
 
 def demo_storage(cfg: XyroConfig) -> XyroConfig:
@@ -111,9 +143,12 @@ def demo_storage(cfg: XyroConfig) -> XyroConfig:
         "database": str(base / "xyro.db"), "warehouse_dir": str(base / "warehouse")})})
 
 
-def demo_config(app: App, seeds: list[str]) -> XyroConfig:
-    """The app's config with the web's seeds, loopback allowed, and a short fetch deadline,
-    on the demo's own store (:func:`demo_storage`)."""
+def demo_config(app: App, seeds: list[str], unit_s: float = DEMO_UNIT_S,
+                bandwidth: int | None = None) -> XyroConfig:
+    """The app's config with the web's seeds, loopback allowed, a short fetch deadline, a
+    short time unit (planning every ``unit_s``, ranking every 3 units, sitemaps re-read
+    every unit; simulated seconds) and ``bandwidth`` pages per unit (the demo gives a tenth
+    of the web), on the demo's own store (:func:`demo_storage`)."""
     cfg = demo_storage(app.config)
     limits = cfg.crawler.limits
     deadline = min(limits.deadline_s, DEMO_DEADLINE_S)
@@ -125,4 +160,9 @@ def demo_config(app: App, seeds: list[str]) -> XyroConfig:
             "read_timeout_s": min(limits.read_timeout_s, deadline),
             "connect_timeout_s": min(limits.connect_timeout_s, deadline),
             "dns_timeout_s": min(limits.dns_timeout_s, deadline)})}),
+        "refresh": cfg.refresh.model_copy(update={
+            "time_unit_s": unit_s,
+            "bandwidth_pages_per_unit": bandwidth or cfg.refresh.bandwidth_pages_per_unit}),
+        "ranking": cfg.ranking.model_copy(update={"schedule_s": 3 * unit_s}),
+        "publication": cfg.publication.model_copy(update={"refresh_s": unit_s}),
     })

@@ -1,0 +1,54 @@
+"""``xyro demo`` end to end, as a new user runs it: the daemon on the synthetic web with an
+accelerated clock, progress on stderr, a closing summary with the web's own audit, and the
+demo database that ``xyro --demo status`` then reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _xyro(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xyro", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_demo_page_budget_is_exact_and_the_audit_clean(tmp_path: Path) -> None:
+    run = _xyro(tmp_path, "demo", "--hosts", "6", "--web-pages", "600", "--pages", "300",
+                "--json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    assert report["stop_reason"] == "page budget reached"
+    assert report["pages_fetched"] == 300     # robots-refused URLs are not counted as fetched
+    assert report["audit"]["requests_served"] == 300 + report["robots_fetches"]
+    assert report["audit"]["disallowed_fetched"] == 0
+    assert report["audit"]["politeness_violations"] == 0
+    assert report["simulated_s"] > report["real_s"] > 0     # both times, each labelled
+    assert report["opic"]["checkpoints"] >= 1 and abs(report["opic"]["total_cash"] - 1) < 1e-12
+    assert "simulated" in run.stderr and "pages fetched" in run.stderr
+    assert "INFO" not in run.stderr   # the daemon's log does not break the progress line
+
+    status = _xyro(tmp_path, "--demo", "status")
+    assert status.returncode == 0, status.stderr
+    assert "(schema version 5)" in status.stdout and "OPIC:" in status.stdout
+
+
+def test_demo_runs_the_daemon_loop_through_time_units(tmp_path: Path) -> None:
+    """A time budget of four demo units: the planner plans more than once, the daemon ranks."""
+    run = _xyro(tmp_path, "demo", "--hosts", "4", "--web-pages", "300", "--no-hostile",
+                "--seconds", "2400", "--speed", "300", "--json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    assert report["stop_reason"] == "time budget reached"
+    assert report["audit"]["politeness_violations"] == 0
+    db = tmp_path / "var" / "demo" / "xyro.db"
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        jobs = dict(conn.execute("SELECT name, count(*) FROM job_runs GROUP BY name"))
+    finally:
+        conn.close()
+    assert jobs.get("plan", 0) >= 2 and jobs.get("rank", 0) >= 1, jobs

@@ -1,0 +1,222 @@
+"""OPIC inside the crawl: every fetched page is a visit (000 §2–3, 004; DESIGN.md §5).
+
+The numeric state is :class:`ranking.opic.OpicState` (cash, history, the clock G, the
+virtual page V); this module gives it the crawl's vocabulary:
+
+- pages are URLs, numbered in the order the crawl meets them (a dict URL → page id);
+- :meth:`OnlineOpic.visit` is called for every page the crawl fetched and parsed, with the
+  links it found (HTML and XML links alike): the page hands its cash to its children and V.
+  A 304 carries no links and is not a visit (its cash waits for the next full read);
+- :meth:`OnlineOpic.cash` is the frontier's key for unread pages (Greedy order);
+- focus (000 §3 "Focused crawling"): a newly found link that looks like an XML document,
+  feed or sitemap, or matches a configured pattern, gets ``boost`` times a page's mean cash
+  from V at once (as much as V holds), so the total cash never changes;
+- :meth:`checkpoint` encodes the whole state with the pages' URLs (a compressed ``.npz``) for
+  the metadata writer (:class:`metadata.SaveOpic`), and :meth:`from_checkpoint` continues
+  from it after a restart: same pages, same cash, same G.
+
+Thread-safety: visits, grants and checkpoints take the lock (the dispatcher visits; the
+daemon's checkpoint timer and ``xyro status`` read). :meth:`cash` reads without it, since
+the frontier calls it under its own lock: under the GIL it reads one page's stored cash and
+the offset, a value at most one visit old, which is all an ordering key needs.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from metadata import SaveOpic
+from ranking.opic import ESTIMATES, OpicCheckpoint, OpicParams, OpicState
+from xyro.clock import Clock
+
+_URLS_KEY = "urls"
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """Extra cash for newly found pages that look wanted (000 §3).
+
+    ``xml``: links the extractors flag as likely XML (``.xml``, feeds, sitemaps, XML link
+    kinds); ``patterns``: regular expressions searched in the URL; ``boost``: the grant, in
+    mean page cash (total / pages), taken from V as far as V holds it.
+    """
+
+    xml: bool = True
+    patterns: tuple[str, ...] = ()
+    boost: float = 1.0
+
+    def wants(self, url: str, likely_xml: bool, compiled: Sequence[re.Pattern[str]]) -> bool:
+        return (self.xml and likely_xml) or any(p.search(url) for p in compiled)
+
+
+@dataclass(frozen=True, slots=True)
+class OpicCheckpointData:
+    """What one checkpoint hands the writer: the encoded state and the per-URL columns."""
+
+    clock: float
+    data: bytes
+    urls: tuple[str, ...]
+    cash: np.ndarray
+    history: np.ndarray
+    estimate: np.ndarray
+
+
+class OnlineOpic:
+    """The crawl's OPIC state: URL → page id, visits, focus, estimates, checkpoints."""
+
+    def __init__(self, params: OpicParams = OpicParams(), focus: Focus | None = None,
+                 estimate: str = "inflow", *, state: OpicState | None = None,
+                 urls: Sequence[str] = ()) -> None:
+        if estimate not in ESTIMATES:
+            raise ValueError(f"OPIC estimate {estimate!r} is unknown; use one of {ESTIMATES}")
+        self._state = state if state is not None else OpicState.create(0, params)
+        if self._state.n != len(urls):
+            raise ValueError(f"OPIC state of {self._state.n} pages given {len(urls)} URLs")
+        self._urls: list[str] = list(urls)
+        self._ids: dict[str, int] = {url: i for i, url in enumerate(self._urls)}
+        self._focus = focus
+        self._patterns = tuple(re.compile(p) for p in focus.patterns) if focus else ()
+        self._estimate = estimate
+        self._lock = threading.Lock()
+        self.visits = 0
+        self.granted = 0.0  # focus cash handed out since start
+
+    # -- the crawl's calls ------------------------------------------------------------------
+
+    def visit(self, url: str, children: Sequence[str],
+              likely_xml: Sequence[bool] | None = None) -> None:
+        """Page ``url`` was read and links to ``children`` (flags for focus: likely XML)."""
+        with self._lock:
+            page = self._known([url], None)[0]
+            kids = self._known(children, likely_xml)
+            self._state.visit(page, np.asarray(kids, dtype=np.int64))
+            self.visits += 1
+
+    def cash(self, url: str) -> float:
+        """The cash of ``url`` now (0.0 for a URL OPIC has not met): the Greedy key."""
+        page = self._ids.get(url)
+        return 0.0 if page is None else self._state.cash_of(page)
+
+    def _known(self, urls: Sequence[str], likely_xml: Sequence[bool] | None) -> list[int]:
+        """Page ids of ``urls``, adding the new ones (lock held); focus grants go to them."""
+        ids = self._ids
+        new = [u for u in dict.fromkeys(urls) if u not in ids]
+        if new:
+            first = self._state.add_pages(len(new))
+            for k, url in enumerate(new):
+                ids[url] = first + k
+            self._urls.extend(new)
+            if self._focus is not None:
+                flags = dict(zip(urls, likely_xml)) if likely_xml is not None else {}
+                self._grant([ids[u] for u in new
+                             if self._focus.wants(u, flags.get(u, False), self._patterns)])
+        return [ids[u] for u in urls]
+
+    def _grant(self, pages: list[int]) -> None:
+        if not pages or self._focus is None:
+            return
+        state = self._state
+        each = self._focus.boost * state.total / max(state.n, 1)
+        amount = min(each, state.virtual_cash / len(pages))
+        if amount > 0:
+            state.grant(np.asarray(pages, np.int64), amount)
+            self.granted += amount * len(pages)
+
+    # -- read-outs --------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, float | int]:
+        """Counters for ``xyro status`` and the metrics endpoint."""
+        with self._lock:
+            s = self._state
+            return {"pages": s.n, "visits": self.visits, "clock_g": s.clock,
+                    "virtual_cash": s.virtual_cash, "total_cash": s.total_cash(),
+                    "focus_granted": self.granted}
+
+    def facts(self) -> dict[str, float | int | None]:
+        """The damping c the state runs with, its mean reads (visits) per page and its pages
+        never read, for comparisons with an offline ranking (``xyro rank --compare``)."""
+        with self._lock:
+            visits = self._state.visits()
+            return {"opic_damping": self._state.params.damping,
+                    "opic_reads_per_page": round(float(visits.mean()), 3) if visits.size else 0.0,
+                    "opic_unread_pages": int((visits == 0).sum())}
+
+    def estimates(self) -> tuple[list[str], np.ndarray]:
+        """(URLs, estimate per URL; sums to 1) with the configured estimate."""
+        with self._lock:
+            return list(self._urls), self._state.estimate(self._estimate)
+
+    def __len__(self) -> int:
+        return self._state.n
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def checkpoint(self) -> OpicCheckpointData:
+        """The whole state, encoded, with the columns the writer puts on ``urls``."""
+        with self._lock:
+            state = self._state
+            arrays = state.checkpoint().to_arrays()
+            urls = tuple(self._urls)
+            cash, history = state.cash(), state.history()
+            estimate = state.estimate(self._estimate)
+            clock = state.clock
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays,
+                            **{_URLS_KEY: np.frombuffer("\n".join(urls).encode(), np.uint8)})
+        return OpicCheckpointData(clock, buffer.getvalue(), urls, cash, history, estimate)
+
+    @classmethod
+    def from_checkpoint(cls, data: bytes, focus: Focus | None = None,
+                        estimate: str = "inflow") -> OnlineOpic:
+        """Continue from :meth:`checkpoint`'s bytes. ValueError if they do not decode."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"the stored OPIC checkpoint does not decode ({exc}); "
+                             "delete it (DELETE FROM opic_checkpoint) to start OPIC afresh"
+                             ) from exc
+        raw = arrays.pop(_URLS_KEY, None)
+        if raw is None:
+            raise ValueError("the stored OPIC checkpoint has no URL list; delete it "
+                             "(DELETE FROM opic_checkpoint) to start OPIC afresh")
+        text = raw.tobytes().decode()
+        urls = text.split("\n") if text else []
+        state = OpicState.restore(OpicCheckpoint.from_arrays(arrays))
+        return cls(state.params, focus, estimate, state=state, urls=urls)
+
+
+class OpicCheckpoints:
+    """Writes the crawl's OPIC state through the metadata writer every ``interval_s`` of
+    clock time and when a crawl stops (:class:`metadata.SaveOpic`). With ``importance``
+    (``ranking.importance: opic``) the planner's ``urls.importance`` becomes N·estimate."""
+
+    def __init__(self, opic: OnlineOpic, submit: Callable[[Any], object], clock: Clock,
+                 interval_s: float, importance: bool = False) -> None:
+        self.opic = opic
+        self._submit = submit
+        self._clock = clock
+        self._interval_s = interval_s
+        self._importance = importance
+        self._last = clock.now()
+        self.written = 0
+
+    def due(self, now: float) -> bool:
+        return now - self._last >= self._interval_s
+
+    def save(self) -> None:
+        """Checkpoint now (the dispatcher calls this; a crash loses at most one interval)."""
+        cp = self.opic.checkpoint()
+        now = self._clock.now()
+        importance = cp.estimate * len(cp.urls) if self._importance else None
+        self._submit(SaveOpic(now, cp.clock, cp.data, cp.urls, cp.cash, cp.history,
+                              cp.estimate, importance))
+        self._last = now
+        self.written += 1
