@@ -94,9 +94,9 @@ class OnlineOpic:
               likely_xml: Sequence[bool] | None = None) -> None:
         """Page ``url`` was read and links to ``children`` (flags for focus: likely XML)."""
         with self._lock:
-            page = self._known([url], None)[0]
-            kids = self._known(children, likely_xml)
-            self._state.visit(page, np.asarray(kids, dtype=np.int64))
+            ids = self._known([url, *children], None if likely_xml is None
+                              else [False, *likely_xml])
+            self._state.visit_known(ids[0], np.array(ids[1:], dtype=np.int64))
             self.visits += 1
 
     def cash(self, url: str) -> float:
@@ -107,27 +107,35 @@ class OnlineOpic:
     def _known(self, urls: Sequence[str], likely_xml: Sequence[bool] | None) -> list[int]:
         """Page ids of ``urls``, adding the new ones (lock held); focus grants go to them."""
         ids = self._ids
+        known = ids.get
+        out = [known(u) for u in urls]
+        if None not in out:
+            return out  # type: ignore[return-value]
         new = [u for u in dict.fromkeys(urls) if u not in ids]
-        if new:
-            first = self._state.add_pages(len(new))
-            for k, url in enumerate(new):
-                ids[url] = first + k
-            self._urls.extend(new)
-            if self._focus is not None:
-                flags = dict(zip(urls, likely_xml)) if likely_xml is not None else {}
-                self._grant([ids[u] for u in new
-                             if self._focus.wants(u, flags.get(u, False), self._patterns)])
+        first = self._state.add_pages(len(new), self._focus_cash(new, urls, likely_xml))
+        for k, url in enumerate(new):
+            ids[url] = first + k
+        self._urls.extend(new)
         return [ids[u] for u in urls]
 
-    def _grant(self, pages: list[int]) -> None:
-        if not pages or self._focus is None:
-            return
+    def _focus_cash(self, new: list[str], urls: Sequence[str],
+                    likely_xml: Sequence[bool] | None) -> float | np.ndarray:
+        """Each new page's focus grant from V (0.0 for all when none is wanted)."""
+        focus = self._focus
+        if focus is None or focus.boost <= 0:
+            return 0.0
+        flags = dict(zip(urls, likely_xml)) if likely_xml is not None else {}
+        wanted = [focus.wants(u, flags.get(u, False), self._patterns) for u in new]
+        count = sum(wanted)
+        if not count:
+            return 0.0
         state = self._state
-        each = self._focus.boost * state.total / max(state.n, 1)
-        amount = min(each, state.virtual_cash / len(pages))
-        if amount > 0:
-            state.grant(np.asarray(pages, np.int64), amount)
-            self.granted += amount * len(pages)
+        each = min(focus.boost * state.total / max(state.n + len(new), 1),
+                   state.virtual_cash / count)
+        if each <= 0:
+            return 0.0
+        self.granted += each * count
+        return np.where(wanted, each, 0.0)
 
     # -- read-outs --------------------------------------------------------------------------
 
