@@ -107,7 +107,7 @@ def test_text_has_labelled_sections_with_units(site: dict[str, object]) -> None:
     for needle in ("URLs: 4 known on 2 host(s)",
                    "1 document(s), 1 DTD(s) and entity file(s), 2 stored version(s)",
                    "live crawl of the daemon (2026-01-01T00:15:00Z, ",
-                   "12,345 fetched in 5 min (41.25 pages/s), 5.0 MiB",
+                   "12,345 fetched in 5 min real (41.25 pages/s), 5.0 MiB",
                    "523 queued, 4 in flight, 9 host(s) waiting",
                    "last finished crawl (ended 2026-01-01T00:10:00Z, ",
                    "refresh plan (unit ", "unit length 1 day",
@@ -132,8 +132,11 @@ def test_render_status_times_are_relative_to_now() -> None:
               "refresh": {"unit": 20454, "unit_s": 3600.0}}
     text = render_status(report, DAY + 12)
     assert "live crawl of the daemon (2026-01-01T00:00:00Z, 12 s ago):" in text
-    assert "1,234 fetched in 30 s (41.2 pages/s)" in text
+    assert "1,234 fetched in 30 s real (41.2 pages/s)" in text
     assert "unit length 1 h" in text and "errors: none recorded" in text
+    report["live_crawl"]["errors_by_kind"] = {"robots": 34}
+    assert ("1,200 fetched in 30 s real (41.2 pages/s), -; 34 more refused by robots.txt, "
+            "not fetched") in render_status(report, DAY + 12)
     report["live_crawl"].update(loader_pending=0, loader_cached=3,
                                 loader_dtd_sources={"catalog": 41, "cache": 7, "web": 2})
     assert ("DTDs/entities  41 from XML catalogs, 7 from the cache, 2 fetched from the web"

@@ -159,9 +159,13 @@ _CRAWL_EXTRAS = (
 def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The labelled counters of one crawl snapshot (``CrawlStats.snapshot`` keys)."""
     errors = c.get("errors_by_kind") or {}
+    refused = int(errors.get("robots", 0))  # records of URLs robots.txt forbade: no fetch
+    fetched = int(c.get("pages", 0)) - refused
     rows = [
-        ("pages", f"{number(c.get('pages', 0))} fetched in {duration(c.get('elapsed_s') or 0)} "
-                  f"({number(c.get('pages_per_s'))} pages/s), {size(c.get('bytes'))}"),
+        ("pages", f"{number(fetched)} fetched in {duration(c.get('elapsed_s') or 0)} real "
+                  f"({number(c.get('pages_per_s'))} pages/s), {size(c.get('bytes'))}"
+                  + (f"; {number(refused)} more refused by robots.txt, not fetched"
+                     if refused else "")),
         ("by type", counts(c.get("by_type"))),
         ("errors", f"{number(sum(errors.values()))}: {counts(errors)}" if errors else "0"),
     ]
