@@ -1,9 +1,15 @@
 """A threaded HTTP server on 127.0.0.1 for loader tests: static files from a dict or a
-directory, a request log (path, real time), and paths that never answer."""
+directory, a request log (path, arrival time, user agent), and paths that never answer.
+
+Arrival times are the kernel's receive stamps of each request's first byte (the synthetic
+web's :class:`~xyro.synthweb.server.ArrivalSocketIO`), not the moment a handler thread ran:
+under load handler threads lag the arrivals by up to tens of milliseconds, which would make
+politeness gaps look short that were not."""
 
 from __future__ import annotations
 
 import http.server
+import io
 import mimetypes
 import threading
 import time
@@ -11,6 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from xyro.clock import WallClock
+from xyro.synthweb.server import ArrivalSocketIO, ArrivalStamper, enable_kernel_stamps
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -29,15 +38,33 @@ class Site:
         self.root = root
         self.prefix = prefix
         self.silent = silent
-        self.log: list[tuple[str, float, str]] = []  # (path, monotonic time, user agent)
+        self.log: list[tuple[str, float, str]] = []  # (path, arrival time, user agent)
+        self.arrival_error = 0.0  # the largest error bound of a logged arrival (seconds)
+        stamper = ArrivalStamper(WallClock())
         self._release = threading.Event()
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()
+                stamped = enable_kernel_stamps(self.connection)
+                self.rfile.close()
+                self.rfile = io.BufferedReader(  # type: ignore[assignment]
+                    ArrivalSocketIO(self.connection, stamper, stamped), io.DEFAULT_BUFFER_SIZE)
+                self._offset = 0
+
+            def handle_one_request(self) -> None:
+                self._offset = self.rfile.tell()
+                super().handle_one_request()
+
             def do_GET(self) -> None:  # noqa: N802
-                site.log.append((self.path, time.monotonic(), self.headers.get("User-Agent", "")))
+                arrived, error = self.rfile.raw.arrival_at(self._offset)  # type: ignore[attr-defined]
+                if arrived is None:  # no kernel stamps here: the handler's own time
+                    arrived, error = time.time(), 0.1
+                site.arrival_error = max(site.arrival_error, error)
+                site.log.append((self.path, arrived, self.headers.get("User-Agent", "")))
                 if self.path.startswith(site.silent):
                     site._release.wait(30)  # a server that never answers (until teardown)
                     return

@@ -24,9 +24,12 @@ def _need(path: Path, package: str) -> None:
         pytest.skip(f"{path} is absent: install the Debian package {package} (.ci/run does)")
 
 
-def _gaps_ok(log: list[tuple[str, float, str]], delay_s: float) -> bool:
-    starts = sorted(t for _, t, _ in log)
-    return all(b - a >= delay_s - 0.05 for a, b in zip(starts, starts[1:]))  # server lag
+def _gaps_ok(site, delay_s: float) -> bool:  # type: ignore[no-untyped-def]
+    """Requests reached the server at least ``delay_s`` apart (kernel arrival stamps, within
+    their measured error bounds: no slack for handler-thread lag)."""
+    starts = sorted(t for _, t, _ in site.log)
+    slack = 2 * site.arrival_error + 1e-6
+    return all(b - a >= delay_s - slack for a, b in zip(starts, starts[1:]))
 
 
 def test_docbook_xsl_imports_and_includes_are_discovered_and_fetched(
@@ -46,7 +49,7 @@ def test_docbook_xsl_imports_and_includes_are_discovered_and_fetched(
     assert expected <= fetched, sorted(expected - fetched)[:5]
     (kinds,), = db_rows(db, "SELECT count(*) FROM xml_versions WHERE c14n_signature IS NOT NULL")
     assert kinds >= len(expected)
-    assert _gaps_ok(site.log, DELAY_S)
+    assert _gaps_ok(site, DELAY_S)
 
 
 def _serve_dtd_doc(site_factory, root: Path, doc_path: str, doc: str):  # type: ignore[no-untyped-def]
@@ -88,7 +91,7 @@ def test_docbook_45_document_loads_validates_and_fetches_each_file_once(
     dtd_paths = [p for p, _, _ in site.log if p.startswith("/usr/share/xml/")]
     assert len(dtd_paths) > 10, "DocBook pulls in its modules and ISO entity sets"
     assert len(dtd_paths) == len(set(dtd_paths)), "a DTD/entity fetched twice"
-    assert _gaps_ok(site.log, DELAY_S)
+    assert _gaps_ok(site, DELAY_S)
     (error,), = db_rows(db, "SELECT validation_error FROM xml_versions v JOIN urls u "
                             "ON u.id = v.url_id WHERE u.url LIKE '%/bad.xml'")
     assert "idx" in error
@@ -151,7 +154,7 @@ def test_svg_10_document_crawled_loads_validates_dtd_fetched_once(
                             "ON u.id = v.url_id WHERE v.c14n_signature IS NOT NULL"))
     assert rows == {f"{site.url}/pic.svg": 1, f"{site.url}/next.svg": 0}
     assert site.requests("/dtd/svg10.dtd") == 1
-    assert _gaps_ok(site.log, DELAY_S)
+    assert _gaps_ok(site, DELAY_S)
 
 
 def test_parallel_docbook_loads_never_bypass_the_resolver() -> None:
