@@ -173,6 +173,7 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
     log is audited: requests to disallowed URLs and per-host politeness violations.
     """
     from xyro.cli.demo_view import Progress, quiet_logs
+    from xyro.cli.status_text import fetched_pages
     from xyro.service.demo import demo_storage, run_demo
     from xyro.synthweb.spec import HOSTILE_KINDS, WebSpec
 
@@ -188,9 +189,9 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
                                   max_seconds=seconds, on_progress=progress)
     database = demo_storage(app_of(ctx).config).storage.database
     stats = summary.stats
-    refused = int((stats.get("errors_by_kind") or {}).get("robots", 0))
+    fetched, refused = fetched_pages(stats)
     report = {"stop_reason": summary.stop_reason,
-              "pages_fetched": int(stats.get("pages", 0)) - refused,
+              "pages_fetched": fetched,
               "robots_refused_not_fetched": refused,
               "simulated_s": round(progress.simulated_s, 1),
               "real_s": stats.get("elapsed_s"), "pages_per_real_s": stats.get("pages_per_s"),

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from xyro.cli.status_text import duration
+from xyro.cli.status_text import duration, fetched_pages
 
 
 @contextlib.contextmanager
@@ -60,8 +60,7 @@ class Progress:
             self._last_line = time.monotonic()
 
     def line(self, snap: dict[str, Any]) -> str:
-        refused = int((snap.get("errors_by_kind") or {}).get("robots", 0))
-        fetched = int(snap.get("pages", 0)) - refused
+        fetched, _refused = fetched_pages(snap)
         budget = f"/{self._total:,}" if self._total else ""
         sim = f"simulated {duration(self.simulated_s)}"
         if self._seconds:

@@ -156,11 +156,17 @@ _CRAWL_EXTRAS = (
 )
 
 
+def fetched_pages(snapshot: Mapping[str, Any]) -> tuple[int, int]:
+    """(pages fetched, records of URLs robots.txt forbade) of a crawl snapshot: its ``pages``
+    count holds both, and the refused ones were never fetched."""
+    refused = int((snapshot.get("errors_by_kind") or {}).get("robots", 0))
+    return int(snapshot.get("pages", 0)) - refused, refused
+
+
 def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The labelled counters of one crawl snapshot (``CrawlStats.snapshot`` keys)."""
     errors = c.get("errors_by_kind") or {}
-    refused = int(errors.get("robots", 0))  # records of URLs robots.txt forbade: no fetch
-    fetched = int(c.get("pages", 0)) - refused
+    fetched, refused = fetched_pages(c)
     rows = [
         ("pages", f"{number(fetched)} fetched in {duration(c.get('elapsed_s') or 0)} real "
                   f"({number(c.get('pages_per_s'))} pages/s), {size(c.get('bytes'))}"

@@ -146,11 +146,15 @@ class FrontierQueues:
         queue = slot.levels[item.priority] if slot.levels is not None else None
         if not isinstance(queue, CashQueue):
             return
-        queue.rekey(item, lambda it: self._queued.get(it.url) is it)
+        queue.rekey(item, self._is_queued)
         if slot.ready_level == item.priority and queue[0] is item:
             # The host waits in the ready heap under its head's old cash: file it again.
             heapq.heappush(self._ready_heap, (item.priority, -queue.top_cash(),
                                               next(self._seq), item.host))
+
+    def _is_queued(self, item: FrontierItem) -> bool:
+        """``item`` is the live entry of its URL (not a stale one left by a move or a take)."""
+        return self._queued.get(item.url) is item
 
     def _new_queue(self, level: int) -> deque[FrontierItem] | CashQueue:
         if self._cash is not None and level in CASH_LEVELS:
