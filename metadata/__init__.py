@@ -23,7 +23,8 @@ their concatenation), :mod:`metadata.status` (``xyro status``).
 from metadata.errors import MetadataError
 from metadata.records import (
     MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FrontierRow, Graph,
-    JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
+    XmlVersion,
 )
 from metadata.store import MetadataStore
 from metadata.writer import Writer
@@ -31,5 +32,6 @@ from metadata.writer import Writer
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
     "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
-    "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "Writer", "XmlVersion",
+    "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "UnitSpent", "Writer",
+    "XmlVersion",
 ]

@@ -17,7 +17,7 @@ import numpy as np
 
 from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
-    SaveOpic, SetPending, SetRanks, SetRefresh, SetState, SetWeights, XmlVersion,
+    SaveOpic, SetPending, SetRanks, SetRefresh, SetState, SetWeights, UnitSpent, XmlVersion,
 )
 from metadata.refresh_queries import refiled_after_fetch
 from metadata.resolver import UrlResolver
@@ -188,7 +188,7 @@ class BatchApplier:
         self._refused: dict[int, tuple[float, str]] = {}  # url id → (at, reason), first kept
         self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
-                                  SetPending: [], ClearPending: []}
+                                  SetPending: [], ClearPending: [], UnitSpent: []}
         bulk: list[Op] = []
         for op in ops:
             kind = type(op)
@@ -223,6 +223,10 @@ class BatchApplier:
                                    op.reason))
             elif kind is ClearPending:
                 rows[kind].append((ids[op.url],))
+            elif kind is UnitSpent:
+                rows[kind].append((op.unit, op.unit_s, op.bandwidth, op.fetched, op.refresh,
+                                   op.discovery, op.urgent, op.carried_over, int(op.ended),
+                                   op.updated_at))
             else:  # SetRanks, SetWeights, SaveOpic: vectorised, applied in order after the rows above
                 bulk.append(op)
         self._write(rows, bulk)
@@ -351,6 +355,10 @@ class BatchApplier:
                  "WHERE id = ?", rows[SetRefresh])
         if rows[SetState]:
             many("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", rows[SetState])
+        if rows[UnitSpent]:
+            many("INSERT OR REPLACE INTO fetch_units (unit, unit_s, bandwidth, fetched, "
+                 "refresh, discovery, urgent, carried_over, ended, updated_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[UnitSpent])
         if rows[JobRun]:
             many("INSERT INTO job_runs (name, started, finished, status, detail) "
                  "VALUES (?, ?, ?, ?, ?)", rows[JobRun])

@@ -266,6 +266,34 @@ class JobRun:
 
 
 @dataclass(frozen=True, slots=True)
+class UnitSpent:
+    """The crawl bandwidth of one refresh time unit, as spent (schema version 6; DESIGN.md
+    §6: G page fetches per unit). Written when the unit ends, when the crawl stops in it and
+    periodically while it runs (``ended`` False), each write replacing the unit's row.
+
+    ``fetched`` counts page fetches dispatched against the budget ``bandwidth`` (G), split by
+    frontier level: ``refresh`` (due pages), ``discovery`` (unread pages), ``urgent`` (seeds,
+    operator requests). ``carried_over``: refresh-level pages still queued when the unit
+    ended, fetched first in the next one (None while the unit runs)."""
+
+    unit: int
+    unit_s: float
+    bandwidth: int
+    fetched: int
+    refresh: int
+    discovery: int
+    urgent: int
+    carried_over: int | None
+    ended: bool
+    updated_at: float
+
+    def __post_init__(self) -> None:
+        if self.fetched != self.refresh + self.discovery + self.urgent:
+            raise ValueError(f"UnitSpent of unit {self.unit}: fetched {self.fetched} is not "
+                             "refresh + discovery + urgent")
+
+
+@dataclass(frozen=True, slots=True)
 class XmlVersion:
     """One stored version of an XML document (Xyleme's version data).
 
@@ -303,7 +331,7 @@ class ClearPending:
 
 
 Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
-           JobRun, XmlVersion, SetPending, ClearPending, SetWeights]
+           JobRun, XmlVersion, SetPending, ClearPending, SetWeights, UnitSpent]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

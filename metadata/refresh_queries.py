@@ -219,15 +219,15 @@ def urls_of(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, str]:
 
 
 def urls_and_depths(conn: sqlite3.Connection, url_ids: Iterable[int]
-                    ) -> dict[int, tuple[str, int]]:
-    """(URL text, link depth) per id, by primary key."""
-    out: dict[int, tuple[str, int]] = {}
+                    ) -> dict[int, tuple[str, int, float | None]]:
+    """(URL text, link depth, last access or None) per id, by primary key."""
+    out: dict[int, tuple[str, int, float | None]] = {}
     ids = list(url_ids)
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
-        out.update((i, (u, d)) for i, u, d in conn.execute(
-            f"SELECT id, url, depth FROM urls WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk))
+        out.update((i, (u, d, t)) for i, u, d, t in conn.execute(
+            f"SELECT id, url, depth, last_access FROM urls "
+            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk))
     return out
 
 

@@ -56,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 5
+CURRENT_VERSION = 6
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -255,6 +255,26 @@ def _v4_to_v5(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+V6_DDL = """
+CREATE TABLE fetch_units (
+    unit          INTEGER PRIMARY KEY,
+    unit_s        REAL NOT NULL,
+    bandwidth     INTEGER NOT NULL,
+    fetched       INTEGER NOT NULL,
+    refresh       INTEGER NOT NULL,
+    discovery     INTEGER NOT NULL,
+    urgent        INTEGER NOT NULL,
+    carried_over  INTEGER,
+    ended         INTEGER NOT NULL,
+    updated_at    REAL NOT NULL
+)
+"""
+
+
+def _v5_to_v6(conn: sqlite3.Connection) -> None:
+    conn.execute(V6_DDL)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -262,6 +282,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     3: ("hash index on fetched URLs only", _v2_to_v3),
     4: ("refresh weight key and its index; unread URLs in discovery order", _v3_to_v4),
     5: ("the OPIC checkpoint of the crawl (000/004: cash, history, clock)", _v4_to_v5),
+    6: ("the crawl bandwidth spent per refresh time unit", _v5_to_v6),
 }
 
 

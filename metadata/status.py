@@ -62,8 +62,14 @@ def store_status(conn: sqlite3.Connection, current_unit: int | None) -> dict[str
         "warehouse": warehouse_counts(conn),
         "pending": q("SELECT count(*) FROM pending").fetchone()[0],
         "opic": opic_summary(conn),
+        "fetch_units": [dict(zip(_UNIT_COLUMNS, r)) for r in q(
+            f"SELECT {', '.join(_UNIT_COLUMNS)} FROM fetch_units ORDER BY unit DESC LIMIT 2")],
         "state": state,
     }
+
+
+_UNIT_COLUMNS = ("unit", "bandwidth", "fetched", "refresh", "discovery", "urgent",
+                 "carried_over", "ended")
 
 
 def opic_summary(conn: sqlite3.Connection) -> dict[str, Any] | None:

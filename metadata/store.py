@@ -26,7 +26,7 @@ from metadata.connection import (connect, connect_read_only, open_error, search_
 from metadata.errors import MetadataError, StoreAccessError
 from metadata.graph import LinkStream, export_graph, graph_counts, stream_graph
 from metadata.idmap import IdMap
-from metadata.records import FrontierRow, Graph
+from metadata.records import FrontierRow, Graph, UnitSpent
 from metadata.resolver import UrlResolver
 from metadata.schema import CURRENT_VERSION, file_version, migrate
 from metadata.status import store_status
@@ -246,6 +246,15 @@ class MetadataStore:
         row = self._conn().execute("SELECT written_at, pages, clock, data FROM "
                                    "opic_checkpoint WHERE id = 1").fetchone()
         return None if row is None else (row[0], row[1], row[2], bytes(row[3]))
+
+    def fetch_units(self, last: int = 1, before: int | None = None) -> list[UnitSpent]:
+        """The ``last`` units' bandwidth rows (``fetch_units``), newest first; with
+        ``before``, only units before that one."""
+        rows = self._conn().execute(
+            "SELECT unit, unit_s, bandwidth, fetched, refresh, discovery, urgent, carried_over, "
+            "ended, updated_at FROM fetch_units WHERE unit < ? ORDER BY unit DESC LIMIT ?",
+            (2**62 if before is None else before, last)).fetchall()
+        return [UnitSpent(*row[:8], bool(row[8]), row[9]) for row in rows]
 
     def get_state(self, key: str, default: object = None) -> object:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()

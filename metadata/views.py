@@ -19,6 +19,9 @@ v_change_rates      estimated change rate λ, its source, and the observations b
 v_hosts             hosts with URL, fetch and error counts
 v_recent_errors     errors grouped by kind: count, last time, last URL and detail
 v_job_runs          periodic job runs, newest first
+v_fetch_units       the crawl bandwidth per refresh time unit, newest first: the budget G,
+                    page fetches spent against it by level, what was left unspent, and the
+                    due pages carried over to the next unit
 """
 
 from __future__ import annotations
@@ -82,4 +85,9 @@ VIEWS: dict[str, str] = {
         SELECT name, datetime(started, 'unixepoch') AS started,
                round(finished - started, 3) AS seconds, status, detail
         FROM job_runs ORDER BY started DESC""",
+    "v_fetch_units": """
+        SELECT unit, datetime(unit * unit_s, 'unixepoch') AS starts, bandwidth, fetched,
+               bandwidth - fetched AS unspent, refresh, discovery, urgent, carried_over,
+               CASE WHEN ended THEN 'ended' ELSE 'running or stopped in it' END AS state
+        FROM fetch_units ORDER BY unit DESC""",
 }

@@ -37,13 +37,14 @@ runs under a selection policy over a stored graph (``ranking.opic_select``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from ranking.opic_adaptive import WINDOW_ESTIMATES, AdaptiveParams, bao_rates, window_rates
 from ranking.opic_select import (CLOCK, OFFSET, RECENT, TOTAL, VIRTUAL, VIRTUAL_HISTORY,
-                                 flush_virtual_kernel, visit_rows_kernel)
+                                 flush_virtual_kernel, visit_one_kernel, visit_rows_kernel)
 
 ESTIMATES = ("inflow", "papers") + WINDOW_ESTIMATES
 
@@ -52,7 +53,6 @@ ADAPTIVE_FIELDS = ("bao_history", "bao_clock", "ring_cash", "ring_time", "ring_l
                    "ring_head")
 INT_FIELDS = ("visits", "ring_len", "ring_head")
 GRANT_SLACK = 1e-12  # relative: grants may exceed V by rounding, not more
-_ROW0 = np.zeros(1, np.int64)  # read-only: the row index of a single visit
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,7 @@ class OpicState:
         self._scalars = scalars
         self._buf = buffers
         self._prm = params.kernel_array()
+        self._kernel_args: tuple | None = None  # kernel_buffers(), rebuilt when buffers grow
 
     # ---- construction, checkpoint ---------------------------------------------------------
 
@@ -318,8 +319,15 @@ class OpicState:
         ``cash`` each (a number or k numbers) taken from V, counted as endowment. With
         Adaptive OPIC they get the default history (``ranking.opic_adaptive``)."""
         _check_count(k, "k")
-        amounts = _amounts(cash, k, "cash")
-        self._take_from_virtual(float(amounts.sum()), f"add_pages({k}, cash=...)")
+        if type(cash) is float:  # the crawl's common case: one number, checked without numpy
+            if not (cash >= 0 and math.isfinite(cash)):
+                raise ValueError("cash must be finite and >= 0 (cash cannot be negative)")
+            amounts: float | np.ndarray = cash
+            total = cash * k
+        else:
+            amounts = _amounts(cash, k, "cash")
+            total = float(amounts.sum())
+        self._take_from_virtual(total, f"add_pages({k}, cash=...)")
         first, self.n = self.n, self.n + k
         self._grow(self.n)
         b, s = self._buf, self._scalars
@@ -358,6 +366,7 @@ class OpicState:
             new = np.zeros((size,) + old.shape[1:], dtype=old.dtype)
             new[:len(old)] = old
             self._buf[k] = new
+        self._kernel_args = None
 
     def grant(self, pages: object, amounts: float | object) -> None:
         """Focus (000 §3 "Focused crawling"): give ``amounts`` (one number, or one per page)
@@ -392,11 +401,10 @@ class OpicState:
                           np.array([0, len(ids)], np.int64), ids)
         return handed
 
-    def visit_known(self, page: int, children: np.ndarray) -> None:
+    def visit_known(self, page: int, children: Sequence[int] | np.ndarray) -> None:
         """:meth:`visit` without the checks, for a caller that made the ids itself
-        (``children``: int64 ids below n; the crawl's hot path, one visit per fetch)."""
-        visit_rows_kernel(self, np.array([page], np.int64), _ROW0,
-                          np.array([0, len(children)], np.int64), children)
+        (``children``: ids below n; the crawl's hot path, one visit per fetch)."""
+        visit_one_kernel(self, page, np.asarray(children, dtype=np.int64))
 
     def visit_rows(self, pages: object, indptr: object, indices: object) -> None:
         """Visit ``pages`` in order; row r of the CSR (``indptr``, ``indices``) lists the
@@ -408,11 +416,16 @@ class OpicState:
     # ---- shared with ranking.opic_select ---------------------------------------------------
 
     def kernel_buffers(self) -> tuple:
-        """The arrays the compiled kernels update, in their argument order."""
-        b = self._buf
-        return (b["stored_cash"], b["history"], b["pending"], b["born"], b["visits"],
+        """The arrays the compiled kernels update, in their argument order (one tuple, kept
+        until the buffers grow: the crawl visits once per fetch)."""
+        args = self._kernel_args
+        if args is None:
+            b = self._buf
+            args = self._kernel_args = (
+                b["stored_cash"], b["history"], b["pending"], b["born"], b["visits"],
                 b["bao_history"], b["bao_clock"], b["ring_cash"], b["ring_time"],
                 b["ring_len"], b["ring_head"], self._scalars, self._prm)
+        return args
 
     def page_id(self, page: object) -> int:
         """``page`` as an int, or ValueError if it is not a known page id."""

@@ -154,6 +154,11 @@ def visit_rows_kernel(state: OpicState, pages: np.ndarray, rows: np.ndarray,
     _visit_rows(pages, rows, indptr, indices, state.n, *state.kernel_buffers())
 
 
+def visit_one_kernel(state: OpicState, page: int, children: np.ndarray) -> None:
+    """Visit ``page`` with the int64 ids ``children`` (ids checked by the caller)."""
+    _visit_one(page, children, state.n, *state.kernel_buffers())
+
+
 def flush_virtual_kernel(n: int, stored_cash: np.ndarray, scalars: np.ndarray) -> None:
     """Hand V's cash to the n pages as one offset (``ranking.opic``)."""
     _flush(n, stored_cash, scalars)
@@ -243,6 +248,16 @@ def _visit_rows(pages, rows, indptr, indices, n, cash, history, pending, born,  
         row = rows[r]
         _visit(pages[r], indptr[row], indptr[row + 1], indices, n, cash, history, pending,
                born, visits, bao_h, bao_g, ring_cash, ring_time, ring_len, ring_head, sc, prm)
+
+
+# The GIL is kept: a visit takes about a microsecond, and releasing the GIL around it
+# would hand the interpreter to one of the crawl's fetch threads at every page.
+@njit(cache=True, nogil=False, boundscheck=False)
+def _visit_one(i, children, n, cash, history, pending, born, visits, bao_h,  # noqa: ANN001
+               bao_g, ring_cash, ring_time, ring_len, ring_head, sc, prm):  # noqa: ANN001
+    """One visit of page i with the given children (the crawl's: one per fetch)."""
+    _visit(i, 0, children.shape[0], children, n, cash, history, pending, born, visits,
+           bao_h, bao_g, ring_cash, ring_time, ring_len, ring_head, sc, prm)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

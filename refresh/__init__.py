@@ -7,6 +7,8 @@ Public API (arrays and plain records in, arrays and plain records out):
   :func:`last_modified_rate` (eq. 10, corrected), :func:`page_reliability`,
   :func:`host_reliability`, :func:`estimate_rate` (the choice), :func:`naive_rate`,
   :func:`cho_bias_reduced_rate`
+* baselines: :func:`baseline_priority` (uniform and change-proportional refresh, to measure
+  the planner against)
 * planning: :func:`refresh_intervals` (water-filling, Ω), :class:`RateSum` (incremental S),
   :mod:`refresh.bayes` (empirical-Bayes posterior-mean rates on a grid),
   :class:`Folders`, :func:`due_folders`, :func:`folders_after` (the folder formula),
@@ -14,6 +16,7 @@ Public API (arrays and plain records in, arrays and plain records out):
   between units, :mod:`refresh.waterlevel`)
 """
 
+from refresh.baselines import POLICIES, baseline_priority
 from refresh.discovery import UnitFetchList, compose_unit
 from refresh.estimators import (RateEstimate, RateSource, cho_bias_reduced_rate, naive_rate,
                                 signature_rate, signature_rates)
@@ -28,7 +31,7 @@ from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
 
 __all__ = [
     "AccessHistory", "ChangeObservations", "Family", "Folders", "IntervalPlan", "KeySource",
-    "NOT_FILED", "RateEstimate", "RateSource", "RateSum", "Reliability", "UnitFetchList",
+    "NOT_FILED", "POLICIES", "baseline_priority", "RateEstimate", "RateSource", "RateSum", "Reliability", "UnitFetchList",
     "WaterLedger", "WaterLevel", "cho_bias_reduced_rate", "compose_unit", "due_by_scan",
     "due_folders", "estimate_rate", "folders_after", "host_reliability", "last_modified_rate",
     "naive_rate", "page_reliability", "refresh_intervals", "refresh_weights",

@@ -23,11 +23,12 @@ from xyro.config import XyroConfig
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Admission
 from xyro.crawl.crawler import Crawler, CrawlSettings, Validators
-from xyro.crawl.frontier import Frontier
+from xyro.crawl.frontier import REFRESH, Frontier
 from xyro.crawl.hosts import HostScheduler
 
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.seenset import SeenSet
+from xyro.crawl.unit_budget import UnitBudget
 from xyro.errors import AccessError, XyroError
 from xyro.loader import LoaderSettings, Warehouse
 from xyro.loader.catalogs import SYSTEM_CATALOG, Catalogs
@@ -149,8 +150,10 @@ def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> in
 
 
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
-                  getaddrinfo: Callable[..., Any] | None = None) -> CrawlParts:
-    """Wire the crawl engine from the config: one writer, two fetchers, the polite frontier.
+                  getaddrinfo: Callable[..., Any] | None = None,
+                  budget: bool = False) -> CrawlParts:
+    """Wire the crawl engine from the config: one writer, two fetchers, the polite frontier;
+    with ``budget`` (the daemon), G page fetches per refresh time unit (``refresh``).
 
     Page redirects are followed through the frontier (each hop polite and re-checked), so the
     page fetcher follows none itself; robots.txt fetches follow up to the configured number
@@ -216,7 +219,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                max_redirects=limits.max_redirects),
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
         host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s),
-        publication=build_publication(app), opic=opic)
+        publication=build_publication(app), opic=opic,
+        budget=build_budget(app, store, frontier, writer.submit) if budget else None)
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
 
@@ -245,6 +249,17 @@ def build_opic(app: App, store: MetadataStore,
                           opic_cfg.estimate)
     return OpicCheckpoints(opic, submit, app.clock, opic_cfg.checkpoint_interval_s,
                            importance=cfg.importance == "opic")
+
+
+def build_budget(app: App, store: MetadataStore, frontier: Frontier,
+                 submit: Callable[[Any], object]) -> UnitBudget:
+    """The daemon's G fetches per unit, continuing the unit a previous run stopped in."""
+    cfg = app.config.refresh
+    budget = UnitBudget(cfg.bandwidth_pages_per_unit, cfg.time_unit_s, cfg.discovery_share,
+                        lambda: frontier.queued(REFRESH), submit, planner=True)
+    last = store.fetch_units(1)
+    budget.resume(last[0] if last else None, app.clock.now())
+    return budget
 
 
 def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalogs | None:

@@ -68,6 +68,16 @@ class AcceleratedClock:
         self._speed = float(speed)
         self._t0 = time.monotonic()
 
+    @classmethod
+    def from_epoch(cls, epoch: float, speed: float, sim_start: float | None = None,
+                   ) -> AcceleratedClock:
+        """The time line that reads ``sim_start`` (default: ``epoch`` itself) at wall-clock
+        POSIX time ``epoch`` and runs ``speed`` times faster: the same line in every process
+        given the same values (``xyro run`` and ``python -m xyro.synthweb`` with the same
+        ``--speed --epoch --sim-start`` share one simulated time)."""
+        start = epoch if sim_start is None else sim_start
+        return cls(start + speed * (time.time() - epoch), speed)
+
     @property
     def speed(self) -> float:
         return self._speed

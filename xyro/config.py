@@ -219,6 +219,7 @@ class RefreshConfig(_Section):
     max_interval_units: int = Field(90, ge=1)
     importance_floor: float = Field(0.0, ge=0)
     importance_source: Literal["rank", "uniform"] = "rank"
+    policy: Literal["planner", "uniform", "change_proportional"] = "planner"
 
     @model_validator(mode="after")
     def _ordered(self) -> RefreshConfig:

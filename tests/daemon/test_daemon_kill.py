@@ -80,6 +80,7 @@ SLACK_S = 1.0
 UNIT_S = 1.0      # refresh.time_unit_s: the planner runs every second
 RANK_S = 1.5      # ranking.schedule_s
 DELAY_S = 0.15    # politeness: ~27 pages/s over 4 hosts, so discovery lasts many restarts
+G = 24            # fetches per unit: the budget binds at times, half of it for discovery
 KILL_AGENT = "XyroKill/0.1"
 REF_AGENT = "XyroRef/0.1"
 
@@ -101,7 +102,8 @@ def _config(tmp_path: Path, web: SyntheticWeb, name: str, agent: str) -> Path:
         "scope: {allow_private_addresses: true}\n"
         f"crawler: {{workers: 4, user_agent: '{agent}', politeness: {{delay_s: {DELAY_S}}}}}\n"
         f"ranking: {{schedule_s: {RANK_S}}}\n"
-        f"refresh: {{time_unit_s: {UNIT_S}, bandwidth_pages_per_unit: 4}}\n"
+        f"refresh: {{time_unit_s: {UNIT_S}, bandwidth_pages_per_unit: {G}, "
+        "discovery_share: 0.5}\n"
         f"storage: {{database: '{folder / 'xyro.db'}', warehouse_dir: '{folder / 'w'}'}}\n")
     subprocess.run(_xyro(config, "init"), check=True, capture_output=True, timeout=60)
     return config

@@ -332,7 +332,10 @@ def test_collector_buckets_jobs_and_labels() -> None:
     crawler = SimpleNamespace(
         stats=stats, clock=clock, frontier=SimpleNamespace(hosts=hosts),
         snapshot=lambda: {"queued_by_priority": {0: 0, 1: 0, 2: 3, 3: 0, 4: 7},
-                          "hosts_waiting": 1, "in_flight": 0, "seen_urls": 12})
+                          "hosts_waiting": 1, "in_flight": 0, "seen_urls": 12,
+                          "budget": {"unit": 9, "bandwidth": 50, "fetched": 12, "refresh": 9,
+                                     "discovery": 2, "urgent": 1, "previous_fetched": 50,
+                                     "previous_carried_over": 4}})
     writer = SimpleNamespace(stats={"ops_written": 30, "batches": 3, "busy_seconds": 0.3,
                                     "last_batch_seconds": 0.1, "queue_size": 0,
                                     "failed": False})
@@ -356,6 +359,9 @@ def test_collector_buckets_jobs_and_labels() -> None:
             buckets["+Inf"]) == (1, 1, 2, 2, 3)
     assert value(families, "xyro_fetch_duration_seconds_sum") == pytest.approx(61.305)
     assert value(families, "xyro_frontier_urls", priority="4") == 7
+    assert value(families, "xyro_unit_budget_pages") == 50
+    assert value(families, "xyro_unit_fetched_pages", share="refresh") == 9
+    assert value(families, "xyro_unit_carried_over_pages") == 4
     assert value(families, "xyro_hosts_waiting") == 1
     clock.advance(5.0)
     later = {f.name: f for f in text_string_to_metric_families(

@@ -46,7 +46,7 @@ def fill_small_store(store: MetadataStore) -> None:
     import numpy as np
 
     from metadata import (Enqueue, JobRun, SaveOpic, SetRanks, SetRefresh, SetState,
-                          XmlVersion)
+                          UnitSpent, XmlVersion)
 
     day = 1_767_225_600.0  # 2026-01-01T00:00:00Z
     home, cat, feed, doc = ("http://shop.example/", "http://shop.example/catalog.xml",
@@ -84,6 +84,8 @@ def fill_small_store(store: MetadataStore) -> None:
         w.submit(SetState("S", 0.0203))
         w.submit(JobRun("rank", day + 3700, day + 3702.5, "ok", "direct+inverse, 31 iter"))
         w.submit(JobRun("plan", day + 3720, day + 3720.2, "ok", "K=0.81, 2 pages due"))
+        w.submit(UnitSpent(20454, 86400.0, 4, 4, 2, 1, 1, 1, True, day))
+        w.submit(UnitSpent(20455, 86400.0, 4, 2, 1, 1, 0, None, False, day + 3700))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from metadata import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, JobRun, MetadataError, MetadataStore,
-    PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, XmlVersion,
+    PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent, XmlVersion,
 )
 
 A, B, C, D = (f"http://site.example/{x}" for x in "abcd")
@@ -211,6 +211,26 @@ def test_refresh_ranks_opic_state_jobs(store: MetadataStore) -> None:
     st = store.status(current_unit=7)
     assert st["due_now"] == 1 and store.status(current_unit=6)["due_now"] == 0
     assert st["last_job_runs"][0]["name"] == "rank"
+
+
+def test_unit_spending_rows_replace_each_other_and_show_in_the_view(
+        store: MetadataStore) -> None:
+    with store.writer() as w:
+        w.submit(UnitSpent(4, 600.0, 10, 3, 2, 1, 0, None, False, 2450.0))
+        w.submit(UnitSpent(4, 600.0, 10, 9, 6, 2, 1, 5, True, 3000.0))
+        w.submit(UnitSpent(5, 600.0, 10, 1, 1, 0, 0, None, False, 3010.0))
+    assert store.fetch_units(2) == [UnitSpent(5, 600.0, 10, 1, 1, 0, 0, None, False, 3010.0),
+                                    UnitSpent(4, 600.0, 10, 9, 6, 2, 1, 5, True, 3000.0)]
+    assert store.fetch_units(1, before=5)[0].unit == 4
+    conn = store.read_connection()
+    try:
+        view = conn.execute("SELECT unit, starts, unspent, carried_over, state "
+                            "FROM v_fetch_units").fetchall()
+    finally:
+        conn.close()
+    assert view == [(5, "1970-01-01 00:50:00", 9, None, "running or stopped in it"),
+                    (4, "1970-01-01 00:40:00", 1, 5, "ended")]
+    assert [u["unit"] for u in store.status()["fetch_units"]] == [5, 4]
 
 
 def test_xml_versions_and_pending(store: MetadataStore, fetched) -> None:

@@ -221,3 +221,31 @@ def test_due_now_matches_run_unit_and_writes_nothing(store, fill, kit, planner) 
     preview = p.due_now(unit)
     assert ops == []
     assert preview == planner(store, []).run_unit(unit)
+
+
+@pytest.mark.parametrize("policy", ["uniform", "change_proportional"])
+def test_baseline_policies_pick_by_age_or_expected_changes(store, fill, kit, planner,
+                                                           policy) -> None:
+    """A baseline's unit: the pages it would refresh (oldest read, or most expected changes
+    since), plus the same discovery share; the folders keep their pages (nothing popped)."""
+    kit.build(fill)
+    first: list = []
+    planner(store, first).run_unit()  # rates estimated and written, as the daemon's first unit
+    fill(first)
+    ops: list = []
+    p = planner(store, ops, now_unit=21.0, policy=policy)
+    fetch = p.run_unit()
+    refresh = [u for u, pr in fetch if pr == REFRESH]
+    assert len(fetch) == 20 and len(refresh) == 15  # G, rho = 0.25
+    conn = store.read_connection()
+    rows = conn.execute("SELECT url, last_access, rate FROM urls WHERE accesses > 0 AND "
+                        "type IN ('html', 'xml')").fetchall()
+    conn.close()
+    now = START + UNIT * 21.0
+    mean = np.mean([r for _, _, r in rows if r is not None])
+    key = {u: (now - t) if policy == "uniform" else (r or mean) * (now - t)
+           for u, t, r in rows}
+    expected = sorted(key, key=lambda u: -key[u])[:15]
+    assert sorted(refresh) == sorted(expected)
+    assert not any(isinstance(op, SetRefresh) and op.due_unit is not None
+                   and op.due_unit > 21 for op in ops)  # no retry folders

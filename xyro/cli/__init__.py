@@ -243,18 +243,33 @@ class _Progress:
 
 
 @cli.command("run")
+@click.option("--speed", type=click.FloatRange(min=1), default=1.0, show_default=True,
+              help="Simulations only: run the clock this many times faster than real time "
+                   "(against `python -m xyro.synthweb --speed` with the same --epoch).")
+@click.option("--epoch", type=float, default=None,
+              help="Simulations only: the wall-clock POSIX time at which the accelerated "
+                   "clock reads --sim-start [default: now]; give the synthetic web the same.")
+@click.option("--sim-start", type=float, default=None,
+              help="Simulations only: the simulated POSIX time at --epoch [default: the "
+                   "epoch itself].")
 @click.pass_context
-def run_daemon(ctx: click.Context) -> None:
+def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
+               sim_start: float | None) -> None:
     """Run the daemon: crawl without end, rank on schedule, publish status.
 
     Meant for systemd (Type=notify: READY/STATUS/STOPPING are sent when $NOTIFY_SOCKET is
     set). SIGTERM stops cleanly (exit 0); SIGHUP re-reads the configuration file.
     """
+    from xyro.clock import AcceleratedClock, WallClock
     from xyro.service.daemon import Daemon
     from xyro.service.sdnotify import Notifier
 
     lazy = ctx.find_object(LazyApp)
-    app = lazy.get()
+    if speed == 1.0 and epoch is None and sim_start is None:
+        app = lazy.get()
+    else:
+        app = lazy.get(AcceleratedClock.from_epoch(
+            WallClock().now() if epoch is None else epoch, speed, sim_start))
 
     def reload_config() -> Any:
         return load_config(lazy.path, os.environ, lazy.overrides)

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from xyro.app import App
+from xyro.clock import Clock
 from xyro.config_load import load_config
 from xyro.errors import UsageError
 from xyro.net.urls import canonicalize
@@ -27,14 +28,15 @@ class LazyApp:
     def __init__(self, path: Path | None, overrides: tuple[str, ...], demo: bool = False) -> None:
         self.path, self.overrides, self.demo, self.app = path, overrides, demo, None
 
-    def get(self) -> App:
+    def get(self, clock: Clock | None = None) -> App:
+        """The App (built on the first call, with ``clock`` if given, else the wall clock)."""
         if self.app is None:
             config = load_config(self.path, os.environ, self.overrides)
             if self.demo:
                 from xyro.service.demo import demo_storage
                 config = demo_storage(config)
             setup_logging(config.log.level, config.log.format)
-            self.app = App(config)
+            self.app = App(config) if clock is None else App(config, clock)
         return self.app
 
 

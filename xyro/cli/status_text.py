@@ -258,6 +258,7 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
                      f"{number(p.get('refresh_pages_per_unit'))} refresh + "
                      f"{number(p.get('discovery_pages_per_unit'))} discovery "
                      f"(ρ = {share:.0%})"),
+        *_spent_rows(r.get("fetch_units") or []),
         ("due now", "-" if p.get("due_now") is None else
                     f"{number(p.get('due_now'))} page(s) in folders up to unit {p.get('unit')}"),
         ("K", NOT_PLANNED if k is None else
@@ -272,6 +273,22 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
                        "changes/day) for pages read too few times to estimate"),
     ]
     return _section(title, rows)
+
+
+def _spent_rows(units: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The bandwidth the crawl spent in its last units (table fetch_units), newest first."""
+    rows = []
+    for u in units:
+        left = ("" if u.get("carried_over") is None else
+                f"; {number(u['carried_over'])} due page(s) carried over to the next unit")
+        rows.append((f"unit {u.get('unit')}",
+                     f"{number(u.get('fetched'))} of {number(u.get('bandwidth'))} fetched "
+                     f"({number(u.get('refresh'))} refresh, {number(u.get('discovery'))} "
+                     f"discovery, {number(u.get('urgent'))} urgent)"
+                     + (left if u.get("ended") else ", running or stopped in it")))
+    if rows:
+        rows[-1] = (rows[-1][0], rows[-1][1] + " (every unit: the view v_fetch_units)")
+    return rows
 
 
 def _errors(r: Mapping[str, Any], now: float) -> list[str]:

@@ -36,7 +36,7 @@ from xyro.clock import Clock
 from xyro.content.page import PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
-from xyro.crawl.frontier import BACKGROUND, DISCOVERY, Frontier, Submitted
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
 from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
@@ -51,6 +51,7 @@ from xyro.records import ErrorKind, FetchResult
 
 if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.build_opic)
     from xyro.crawl.opic_online import OpicCheckpoints
+    from xyro.crawl.unit_budget import UnitBudget
 
 log = logging.getLogger("xyro.crawl.crawler")
 
@@ -61,6 +62,10 @@ UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, Er
 #: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
 #: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
 HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS})
+
+#: Clock seconds between looks at the frontier while only due pages may go and the hosts
+#: ready now hold none (their hosts wake no one when their politeness delay ends).
+BUDGET_POLL_S = 0.25
 
 #: A URL's previous fetch (validators for conditional GET, access time and signature).
 Validators = PriorFetch
@@ -114,10 +119,13 @@ class Crawler:
                  fetch_for_loader: Callable[..., FetchResult] | None = None,
                  host_warnings: HostWarnings | None = None,
                  publication: PublicationChannel | None = None,
-                 opic: OpicCheckpoints | None = None) -> None:
+                 opic: OpicCheckpoints | None = None,
+                 budget: UnitBudget | None = None) -> None:
         """``submit``: the metadata writer's, for what is not a frontier move (XML versions,
         loading status); the frontier records the pages and their moves itself.
-        ``publication``: the crawl's sitemaps, feeds and published dates (one per crawl)."""
+        ``publication``: the crawl's sitemaps, feeds and published dates (one per crawl).
+        ``budget``: G page fetches per refresh time unit (the daemon; None: as fast as
+        politeness allows)."""
         self.frontier = frontier
         self._fetch = fetch
         self._fetch_robots = fetch_robots
@@ -130,6 +138,7 @@ class Crawler:
         self._host_warnings = host_warnings
         self.publication = publication or PublicationChannel()
         self.opic = opic  # OPIC in the crawl: every fetched page is a visit (DESIGN.md §5)
+        self.budget = budget
         # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
         self._fetch_for_loader = fetch_for_loader or fetch
         self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
@@ -201,6 +210,8 @@ class Crawler:
                 t.join(timeout=5.0)
             if self.opic is not None:
                 self.opic.save()
+            if self.budget is not None:
+                self.budget.record(self.clock.now())
         return CrawlSummary(reason, self.snapshot())
 
     def snapshot(self) -> dict[str, Any]:
@@ -215,6 +226,8 @@ class Crawler:
         snap["publication"] = self.publication.snapshot()
         if self.opic is not None:
             snap["opic"] = {**self.opic.opic.snapshot(), "checkpoints": self.opic.written}
+        if self.budget is not None:
+            snap["budget"] = self.budget.snapshot()
         return snap
 
     def _stop_reason(self, stop: threading.Event, deadline: float | None,
@@ -233,10 +246,13 @@ class Crawler:
 
     def _dispatch(self, max_pages: int | None) -> None:
         now = self.clock.now()
+        budget = self.budget
         while self._in_flight < self.settings.workers:
             if max_pages is not None and self._pages_dispatched >= max_pages:
                 return
-            item = self.frontier.pop(now)
+            # The unit's budget decides which levels may go (xyro.crawl.unit_budget).
+            item = self.frontier.pop(now, BACKGROUND if budget is None
+                                     else budget.max_level(now))
             if item is None:
                 return
             if item.kind == "disallowed":
@@ -244,6 +260,8 @@ class Crawler:
                 continue
             if item.kind == "fetch":
                 self._pages_dispatched += 1
+                if budget is not None:
+                    budget.spend(item.priority)
             self._in_flight += 1
             self._work.put(item)
 
@@ -252,8 +270,16 @@ class Crawler:
         if self._in_flight >= self.settings.workers:
             self._wait_for_results()
             return
+        now = self.clock.now()
         nxt = self.frontier.next_ready_time()
-        delay = 1.0 if nxt is None else max(0.0, nxt - self.clock.now())
+        limit = BACKGROUND if self.budget is None else self.budget.max_level(now)
+        if limit == LOADER:  # G spent: wait for the next unit (a loader need wakes us)
+            assert self.budget is not None
+            nxt = self.budget.next_unit_at()
+        elif limit < BACKGROUND and nxt is not None:
+            # Due pages only, and the ready hosts may hold none: look again shortly.
+            nxt = max(nxt, now + BUDGET_POLL_S)
+        delay = 1.0 if nxt is None else max(0.0, nxt - now)
         if delay > 0 and self._done.empty():
             self.clock.wait(min(delay, 1.0), self._wake)
 

@@ -68,7 +68,7 @@ from xyro.net.urls import url_keys
 LOADER, URGENT, REFRESH, DISCOVERY, BACKGROUND = range(LEVELS)
 
 #: What a producer offers: a canonical URL (at the call's depth), or a (url, depth) pair.
-Item = Union[str, tuple[str, int]]
+Item = Union[str, tuple[str, int], tuple[str, int, float]]
 
 #: Sources whose URLs already seen are skipped; the others only add to the seen-set.
 _SKIP_SEEN = frozenset({Source.SEED, Source.DISCOVERY, Source.REDIRECT, Source.SITEMAP,
@@ -105,15 +105,19 @@ class Submitted:
 
 def offers(items: Iterable[Item], priority: int, depth: int = 0,
            not_before: float = 0.0) -> Iterator[Offer]:
-    """``items`` as offers at ``priority`` (and ``depth`` for bare URLs)."""
+    """``items`` as offers at ``priority``: bare URLs (at ``depth``, ``not_before``), (url,
+    depth) pairs, or (url, depth, not before) triples."""
     if not isinstance(priority, int) or not 0 <= priority < LEVELS:
         raise ValueError(f"frontier priority must be an int in 0..{LEVELS - 1}, got {priority!r}")
     for item in items:
         if isinstance(item, str):
             yield Offer(item, priority, depth, not_before)
-        else:
+        elif len(item) == 2:
             url, d = item
             yield Offer(url, priority, int(d), not_before)
+        else:
+            url, d, at = item  # type: ignore[misc]
+            yield Offer(url, priority, int(d), float(at))
 
 
 def admit_offline(admission: Admission, source: Source, items: Iterable[Item], priority: int,

@@ -179,8 +179,9 @@ class FrontierQueues:
 
     # -- taking -----------------------------------------------------------------------------
 
-    def pop(self, now: float | None = None) -> FrontierItem | None:
-        """The best item of a host that may start now, or None (see :meth:`next_ready_time`)."""
+    def pop(self, now: float | None = None, max_level: int = LEVELS) -> FrontierItem | None:
+        """The best item of a host that may start now, or None (see :meth:`next_ready_time`);
+        with ``max_level``, only a host whose best ready level is at most that one."""
         now = self._clock.now() if now is None else now
         with self._lock:
             while self._delayed and self._delayed[0][0] <= now:
@@ -195,6 +196,8 @@ class FrontierQueues:
                 else:
                     self._mark_ready(host, slot, best)
             while self._ready_heap:
+                if self._ready_heap[0][0] > max_level:
+                    return None
                 level, _, _, host = heapq.heappop(self._ready_heap)
                 slot = self._slot(host)
                 if slot.ready_level != level:
@@ -365,6 +368,10 @@ class FrontierQueues:
             if self._delayed:
                 times.append(self._delayed[0][0])
             return min(times) if times else None
+
+    def queued(self, level: int) -> int:
+        """Queued URLs (delayed ones included) at ``level``."""
+        return self._level_counts[level]  # one int read: no lock needed under the GIL
 
     def sizes(self) -> dict[int, int]:
         """Queued URLs (delayed ones included) per level."""

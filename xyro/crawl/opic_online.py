@@ -53,7 +53,9 @@ class Focus:
     boost: float = 1.0
 
     def wants(self, url: str, likely_xml: bool, compiled: Sequence[re.Pattern[str]]) -> bool:
-        return (self.xml and likely_xml) or any(p.search(url) for p in compiled)
+        if self.xml and likely_xml:
+            return True
+        return bool(compiled) and any(p.search(url) for p in compiled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +96,12 @@ class OnlineOpic:
               likely_xml: Sequence[bool] | None = None) -> None:
         """Page ``url`` was read and links to ``children`` (flags for focus: likely XML)."""
         with self._lock:
-            ids = self._known([url, *children], None if likely_xml is None
-                              else [False, *likely_xml])
-            self._state.visit_known(ids[0], np.array(ids[1:], dtype=np.int64))
+            get = self._ids.get
+            page = get(url)
+            ids = list(map(get, children))
+            if page is None or None in ids:  # new pages: about one visit in two
+                page, ids = self._add_new(url, children, likely_xml)
+            self._state.visit_known(page, ids)  # type: ignore[arg-type]
             self.visits += 1
 
     def cash(self, url: str) -> float:
@@ -104,28 +109,31 @@ class OnlineOpic:
         page = self._ids.get(url)
         return 0.0 if page is None else self._state.cash_of(page)
 
-    def _known(self, urls: Sequence[str], likely_xml: Sequence[bool] | None) -> list[int]:
-        """Page ids of ``urls``, adding the new ones (lock held); focus grants go to them."""
+    def _add_new(self, url: str, children: Sequence[str],
+                 likely_xml: Sequence[bool] | None) -> tuple[int, list[int]]:
+        """Add the pages among ``url`` and ``children`` not met yet (lock held), with their
+        focus grants; returns the ids of ``url`` and ``children``."""
         ids = self._ids
-        known = ids.get
-        out = [known(u) for u in urls]
-        if None not in out:
-            return out  # type: ignore[return-value]
-        new = [u for u in dict.fromkeys(urls) if u not in ids]
-        first = self._state.add_pages(len(new), self._focus_cash(new, urls, likely_xml))
-        for k, url in enumerate(new):
-            ids[url] = first + k
+        new: dict[str, bool] = {}  # new URL -> likely XML, in the order met
+        if url not in ids:
+            new[url] = False
+        flags = likely_xml if likely_xml is not None else (False,) * len(children)
+        for child, xml in zip(children, flags):
+            if child not in ids:
+                new[child] = new.get(child, False) or xml
+        first = self._state.add_pages(len(new), self._focus_cash(new))
+        for k, added in enumerate(new):
+            ids[added] = first + k
         self._urls.extend(new)
-        return [ids[u] for u in urls]
+        return ids[url], [ids[c] for c in children]
 
-    def _focus_cash(self, new: list[str], urls: Sequence[str],
-                    likely_xml: Sequence[bool] | None) -> float | np.ndarray:
+    def _focus_cash(self, new: dict[str, bool]) -> float | np.ndarray:
         """Each new page's focus grant from V (0.0 for all when none is wanted)."""
         focus = self._focus
         if focus is None or focus.boost <= 0:
             return 0.0
-        flags = dict(zip(urls, likely_xml)) if likely_xml is not None else {}
-        wanted = [focus.wants(u, flags.get(u, False), self._patterns) for u in new]
+        patterns = self._patterns
+        wanted = [focus.wants(u, xml, patterns) for u, xml in new.items()]
         count = sum(wanted)
         if not count:
             return 0.0
@@ -135,7 +143,7 @@ class OnlineOpic:
         if each <= 0:
             return 0.0
         self.granted += each * count
-        return np.where(wanted, each, 0.0)
+        return each if count == len(new) else np.where(wanted, each, 0.0)
 
     # -- read-outs --------------------------------------------------------------------------
 

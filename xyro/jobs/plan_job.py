@@ -54,7 +54,7 @@ import numpy as np
 from metadata import JobRun, Op, SetRefresh, SetState
 from metadata import refresh_queries as q
 from metadata.records import SetWeights
-from refresh import UnitFetchList, compose_unit
+from refresh import UnitFetchList, baseline_priority, compose_unit
 from xyro.clock import Clock, unit_index
 from xyro.crawl.frontier import DISCOVERY, REFRESH
 from xyro.errors import XyroError
@@ -68,6 +68,7 @@ from xyro.jobs.plan_unit import FolderUnit, UnitWork, rebuild
 WATERMARK_KEY = "refresh.observations_done"
 LEDGER_KEY = "refresh.ledger"
 RUN_KEY = "refresh.run"  # the token of the last unit whose writes began
+LATEST_IN_UNIT = 0.8  # a due page waits at most this far into its unit (share of the unit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +128,7 @@ class RefreshPlanner:
         #: Stored link depth of each URL of the last fetch list (run_unit, due_now): what
         #: the frontier's admission needs, read with the URLs by primary key.
         self.last_depths: dict[str, int] = {}
+        self.due_at: dict[str, float] = {}  # clock time each refreshed page falls due
 
     # -- time ------------------------------------------------------------------------------
     def current_unit(self) -> int:
@@ -166,6 +168,8 @@ class RefreshPlanner:
 
     def _compose(self, unit: int, due: Candidates) -> tuple[list[tuple[str, int]],
                                                              UnitFetchList]:
+        if self._s.policy != "planner":  # a baseline to measure against: its own due list
+            due = self._baseline_due()
         n_disc = int(round(self._s.discovery_share * self._s.bandwidth))
         spare = max(0, self._s.bandwidth - n_disc - due.ids.size)
         unread = np.asarray(q.unread_ranked(self._conn, n_disc + spare), dtype=np.int64)
@@ -175,20 +179,59 @@ class RefreshPlanner:
                                                               fetch.discovery)).tolist())
         out = [(found[int(i)][0], REFRESH) for i in fetch.maintenance]
         out += [(found[int(i)][0], DISCOVERY) for i in fetch.discovery]
-        self.last_depths = dict(found.values())
+        self.last_depths = {url: depth for url, depth, _ in found.values()}
+        self.due_at = self._due_times(due, fetch, found) if self._s.policy == "planner" else {}
         return out, fetch
 
-    def offers(self, fetch: list[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
-        """The fetch list as frontier offers per priority, in order: (url, stored depth).
+    def _due_times(self, due: Candidates, fetch: UnitFetchList,
+                   found: dict[int, tuple[str, int, float | None]]) -> dict[str, float]:
+        """When each page taken from the due folder is due, t_last + t_i: its folder is the
+        unit that time falls in (⌊(t_last + t_i)/unit⌋), so fetched as soon as the unit's
+        plan is queued it would come up to a unit early, every time, and the plan's
+        Σ 1/t_i = G would be overspent by the pages of short intervals at the expense of
+        the others (measured: tests/bench/e2e_freshness.py)."""
+        interval = dict(zip(due.ids.tolist(), due.intervals.tolist()))
+        # This unit's re-estimate may have moved a page's due time past the unit: it still
+        # goes in this unit, late in it (its folder said so; the next plan re-files it).
+        unit_s = self._s.time_unit_s
+        latest = (math.floor(self._clock.now() / unit_s) + LATEST_IN_UNIT) * unit_s
+        out: dict[str, float] = {}
+        for url_id in fetch.maintenance.tolist():
+            url, _, last = found[url_id]
+            t = interval.get(url_id, math.nan)
+            if last is not None and math.isfinite(t):
+                out[url] = min(last + t * unit_s, latest)
+        return out
+
+    def _baseline_due(self) -> Candidates:
+        """Every fetched page, prioritized by ``refresh.policy`` (``refresh.baselines``):
+        one full scan a unit, as a crawler without folders would do. Pages with no rate
+        estimate yet take the mean of the estimated ones."""
+        pages = q.planned_pages(self._conn)
+        unit_s = self._s.time_unit_s
+        lam = pages.rate * unit_s
+        known = np.isfinite(lam) & (lam > 0)
+        prior = float(lam[known].mean()) if known.any() else 1.0
+        lam = np.where(known, lam, prior)
+        age = np.maximum(self._clock.now() - np.nan_to_num(pages.last_access), 0.0) / unit_s
+        score = baseline_priority(self._s.policy, age, lam, self._s.max_interval_units)
+        return Candidates(pages.ids, score, np.full(pages.ids.size, np.nan), pages.rate,
+                          list(pages.rate_source))
+
+    def offers(self, fetch: list[tuple[str, int]]) -> dict[int, list[tuple[str, int, float]]]:
+        """The fetch list as frontier offers per priority, in order: (url, stored depth,
+        not before): a page from the due folder waits for the moment it is due
+        (:meth:`_due_times`).
 
         The frontier's admission checks ``scope.max_depth`` on the depth, and a refreshed
         page's links are offered at depth + 1 (DESIGN.md §2): a page at depth 16 refreshed
         as if it were a seed would let its new links past the limit. The depths are the
         ones read with the URLs (:attr:`last_depths`); an unknown one counts as a seed's.
         """
-        by_priority: dict[int, list[tuple[str, int]]] = {}
+        by_priority: dict[int, list[tuple[str, int, float]]] = {}
         for url, priority in fetch:
-            by_priority.setdefault(priority, []).append((url, self.last_depths.get(url, 0)))
+            by_priority.setdefault(priority, []).append(
+                (url, self.last_depths.get(url, 0), self.due_at.get(url, 0.0)))
         return by_priority
 
     # -- one unit --------------------------------------------------------------------------
@@ -202,7 +245,8 @@ class RefreshPlanner:
             work = self._rebuild(unit, jobs) if ledger is None else \
                 self._advance(ledger, unit, jobs)
             fetch_list, fetch = self._compose(unit, work.due)
-        self._write(work, fetch)
+        # A baseline's fetch list is not the folders' due list: their pages stay filed.
+        self._write(work, fetch if self._s.policy == "planner" else None)
         seconds = self._clock.now() - started  # on the injected clock, as JobRun's times
         led = work.ledger
         self._submit(JobRun("plan", started, self._clock.now(), "ok",
@@ -217,13 +261,15 @@ class RefreshPlanner:
                                      led.k, work.n_estimated, work.full_scan)
         return fetch_list
 
-    def _write(self, work: UnitWork, fetch: UnitFetchList) -> None:
+    def _write(self, work: UnitWork, fetch: UnitFetchList | None) -> None:
         """The unit's writes, in the order that lets the next unit trust the ledger: the
-        run token first, the ledger (with the same token) after every page's data."""
+        run token first, the ledger (with the same token) after every page's data. The
+        pages of ``fetch`` taken from the due folder move to their retry folder."""
         s, led, due = self._s, work.ledger, work.due
         refresh = dict(work.refresh)
         pos = {int(i): k for k, i in enumerate(due.ids)}
-        for url_id, folder in _retry_folders(fetch, due, work.unit, pos):
+        moved = () if fetch is None else _retry_folders(fetch, due, work.unit, pos)
+        for url_id, folder in moved:
             k = pos[url_id]
             t = float(due.intervals[k])
             refresh[url_id] = (float(due.rate_s[k]), due.sources[k], folder,

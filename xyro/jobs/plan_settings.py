@@ -19,12 +19,13 @@ class PlannerSettings:
     max_interval_units: float
     importance_floor: float
     importance_source: str = "rank"
+    policy: str = "planner"  # or a baseline of refresh.baselines, for measurements
 
     @classmethod
     def from_config(cls, cfg: RefreshConfig) -> PlannerSettings:
         return cls(cfg.time_unit_s, cfg.bandwidth_pages_per_unit, cfg.discovery_share,
                    float(cfg.min_interval_units), float(cfg.max_interval_units),
-                   cfg.importance_floor, cfg.importance_source)
+                   cfg.importance_floor, cfg.importance_source, cfg.policy)
 
     @property
     def refresh_bandwidth(self) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from datetime import datetime, timedelta, timezone
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -27,6 +28,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from metadata import JobRun, MetadataStore, SetState
 from xyro.app import App, CrawlParts, build_crawler
+from xyro.clock import unit_index
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
@@ -45,6 +47,7 @@ from xyro.service.signals import handle_signals
 log = logging.getLogger("xyro.service.daemon")
 
 STATUS_INTERVAL_S = 10.0  # real seconds between status publications
+PLAN_AFTER_UNIT_START_S = 0.02  # real seconds: scheduler jitter, so plans see their unit
 
 IDLE_HINT = ("waiting for the refresh planner's next time unit (refresh.time_unit_s) or for "
              "new seeds (the `seeds` key, then `systemctl reload xyro`; URLs added with "
@@ -81,7 +84,7 @@ class Daemon:
         started = self.app.clock.now()
         with self.app.open_store(create=True) as store, self.metrics.start():
             self._store = store
-            self._parts = parts = build_crawler(self.app, store)
+            self._parts = parts = build_crawler(self.app, store, budget=True)
             self.metrics.watch(parts.crawler, parts.writer, self.jobs)
             scheduler = self._scheduler()
             try:
@@ -132,8 +135,15 @@ class Daemon:
         scheduler.add_job(self._rank_job, "interval", id="rank",
                           seconds=max(1.0, self.app.config.ranking.schedule_s / scale))
         scheduler.add_job(self._plan_job, id="plan-now")  # no trigger: once, at start
+        # Each unit's plan at the start of the unit (just after it, so the planner's clock is
+        # in the new unit): the unit's fetch budget waits for its due pages (UnitBudget).
+        unit_s = self.app.config.refresh.time_unit_s
+        now = self.app.clock.now()
+        to_next = ((unit_index(now, unit_s) + 1) * unit_s - now) / scale
         scheduler.add_job(self._plan_job, "interval", id="plan",
-                          seconds=max(1.0, self.app.config.refresh.time_unit_s / scale))
+                          seconds=max(1.0, unit_s / scale),
+                          start_date=datetime.now(timezone.utc)
+                          + timedelta(seconds=to_next + PLAN_AFTER_UNIT_START_S))
         scheduler.add_job(self._publication_job, "interval", id="publication",
                           seconds=max(1.0, self.app.config.publication.refresh_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
@@ -174,7 +184,19 @@ class Daemon:
             self.jobs.failed("rank", "failed")
 
     def _plan_job(self) -> None:
-        """Each time unit: estimate rates, re-file pages, and queue the due folder (§6)."""
+        """Each time unit: estimate rates, re-file pages, and queue the due folder (§6).
+        Then, planned or not, the unit's budget stops holding unread pages back for due ones
+        still to come (:meth:`UnitBudget.planned`)."""
+        assert self._store is not None and self._parts is not None
+        budget = self._parts.crawler.budget
+        unit = unit_index(self.app.clock.now(), self.app.config.refresh.time_unit_s)
+        try:
+            self._plan_unit()
+        finally:
+            if budget is not None:
+                budget.planned(unit)
+
+    def _plan_unit(self) -> None:
         assert self._store is not None and self._parts is not None
         conn = self._store.read_connection()
         try:
@@ -217,6 +239,9 @@ class Daemon:
 
     def _status_job(self) -> None:
         self._publish(final=False)
+        budget = self._parts.crawler.budget if self._parts is not None else None
+        if budget is not None:  # the running unit's count survives a crash (UnitBudget.resume)
+            budget.record(self.app.clock.now())
 
     def _idle_job(self) -> None:
         if self._parts is not None:

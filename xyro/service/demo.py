@@ -26,6 +26,7 @@ from xyro.errors import UsageError
 from xyro.service.daemon import Daemon
 from xyro.service.sdnotify import Notifier
 from xyro.synthweb.log import RequestRecord
+from xyro.synthweb.site import RESOURCES
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 
@@ -37,14 +38,23 @@ DEMO_UNIT_S = 600.0
 
 @dataclass(frozen=True, slots=True)
 class Audit:
-    """What the server saw the crawler do."""
+    """What the server saw the crawler do: requests served (robots.txt, DTDs and entities,
+    pages: the rest), requests to disallowed URLs, per-host spacing violations."""
 
     requests: int
+    robots_requests: int
+    entity_requests: int
     disallowed_fetched: tuple[str, ...]
     politeness_violations: tuple[str, ...]
 
+    @property
+    def page_requests(self) -> int:
+        return self.requests - self.robots_requests - self.entity_requests
+
     def as_dict(self) -> dict[str, Any]:
-        return {"requests_served": self.requests,
+        return {"requests_served": self.requests, "page_requests": self.page_requests,
+                "robots_requests": self.robots_requests,
+                "dtd_and_entity_requests": self.entity_requests,
                 "disallowed_fetched": len(self.disallowed_fetched),
                 "politeness_violations": len(self.politeness_violations)}
 
@@ -53,7 +63,9 @@ def audit(web: SyntheticWeb, delay_s: float, tolerance_s: float = 1e-6) -> Audit
     """Check the crawl against the web's request log (robots.txt and per-host spacing)."""
     records = web.log.requests()
     disallowed = tuple(r.url for r in records if web.is_disallowed(r.url))
-    return Audit(len(records), disallowed,
+    paths = [r.target.split("?", 1)[0] for r in records]
+    return Audit(len(records), paths.count("/robots.txt"),
+                 sum(p in RESOURCES for p in paths), disallowed,
                  tuple(start_gap_violations(records, delay_s, web.crawl_delays(), tolerance_s)))
 
 

@@ -167,6 +167,18 @@ def _queue_metrics(crawler: Crawler) -> Iterator[Metric]:
             "xyro_loader_dtd_loads", "DTD and external entity loads, by source: catalog (an "
             "XML catalog's local file), cache (fetched earlier), web (fetched for the loader).",
             labels=["source"]), snap["loader_dtd_sources"])
+    budget = snap.get("budget")
+    if budget is not None and budget.get("unit") is not None:
+        yield _gauge("xyro_unit_budget_pages", "G: page fetches allowed in a time unit.",
+                     budget["bandwidth"])
+        yield _labelled(GaugeMetricFamily(
+            "xyro_unit_fetched_pages", "Page fetches spent in the current time unit, by "
+            "share: refresh (due pages), discovery (unread pages), urgent (seeds, operator, "
+            "sitemaps).", labels=["share"]),
+            {k: budget[k] for k in ("refresh", "discovery", "urgent")})
+        if budget.get("previous_carried_over") is not None:
+            yield _gauge("xyro_unit_carried_over_pages", "Due pages the last ended unit left "
+                         "queued for the next.", budget["previous_carried_over"])
     pub = snap.get("publication")
     if pub is None:  # a crawler stand-in without the publication channel
         return

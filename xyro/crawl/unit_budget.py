@@ -1,0 +1,150 @@
+"""The crawl bandwidth as a budget: G page fetches per refresh time unit (DESIGN.md §6).
+
+The refresh planner divides a bandwidth of G fetches per time unit between due pages and
+unread ones (003 §6, ``refresh.compose_unit``); this is where the daemon's crawl keeps to
+it. Before it takes work from the frontier, the dispatcher asks
+:meth:`UnitBudget.max_level` which levels it may take from: within a unit it dispatches page
+fetches until G are spent, then waits for the next unit (:meth:`next_unit_at`), whatever is
+still queued.
+
+The split: unread pages (DISCOVERY, BACKGROUND: Greedy by OPIC cash) get their share ρ·G,
+less the unplanned URGENT fetches (seeds, operator requests, sitemap and feed re-reads), so
+that the planner's refresh share stays whole. Beyond it they take only what the unit's
+budget has left over the due pages (REFRESH) still queued, and only once the unit's plan is
+in (:meth:`planned`: the daemon plans each unit just after it starts): due pages waiting for
+their due time or for their host's politeness delay, or not yet planned, are not crowded
+out by the unread pages of ready hosts, and neither share stays idle while the other has
+work (``refresh.compose_unit`` plans the same split). In the unit's last tenth the hold
+ends: what the due pages have not used by then goes to unread pages, so G is spent.
+
+Not counted against G: fetches at the LOADER level (the DTDs and entities of a document
+already fetched are part of loading it, and a document waiting for them must not wait a
+whole unit) and robots.txt (not a page; it waits with the pages it is for).
+
+What a unit did is a :class:`metadata.UnitSpent` row (table ``fetch_units``, view
+``v_fetch_units``): written when the unit ends, with the refresh-level pages still queued
+then (``carried_over``: they stay queued and go first in the next unit, never dropped), and
+while it runs (``record``: at a stop, and from the daemon's status job) so that a restart
+within the unit continues its count (:meth:`resume`) rather than granting G again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from metadata import UnitSpent
+from xyro.clock import unit_index
+from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
+
+
+#: The last share of a unit in which unread pages may take whatever the due pages did not:
+#: due pages still queued then are carried over anyway (the planner releases them by 0.8).
+FREE_AT_END = 0.1
+
+
+class UnitBudget:
+    """G page fetches per time unit of ``unit_s`` clock seconds (module doc).
+
+    ``queued_refresh``: how many refresh-level pages the frontier holds now (read when a
+    unit ends); ``record``: where :class:`UnitSpent` rows go (the metadata writer).
+    The dispatcher thread counts; :meth:`record` (the daemon's status job) and
+    :meth:`snapshot` may run in any thread: a lock keeps a unit's rows in the order written,
+    so a running row never lands after the unit's final one.
+    """
+
+    def __init__(self, bandwidth: int, unit_s: float, discovery_share: float,
+                 queued_refresh: Callable[[], int],
+                 record: Callable[[UnitSpent], object], planner: bool = False) -> None:
+        if bandwidth < 1 or not unit_s > 0 or not 0.0 <= discovery_share <= 1.0:
+            raise ValueError(f"a fetch budget needs bandwidth >= 1 (got {bandwidth}), a "
+                             f"positive time unit (got {unit_s} s) and a discovery share in "
+                             f"[0, 1] (got {discovery_share})")
+        self.bandwidth = bandwidth
+        self.unit_s = unit_s
+        self.discovery = round(discovery_share * bandwidth)  # ρ·G, as compose_unit rounds it
+        self._queued_refresh = queued_refresh
+        self._record = record
+        self._lock = threading.Lock()
+        self._planner = planner  # a planner queues each unit's due pages (the daemon)
+        self._planned: int | None = None  # the last unit whose due pages were queued
+        self.unit: int | None = None
+        self._spent = [0, 0, 0]  # refresh, discovery, urgent
+        self.previous: UnitSpent | None = None
+
+    def resume(self, row: UnitSpent | None, now: float) -> None:
+        """Continue the count of the unit a previous run stopped in (its stored row)."""
+        self._roll(now)
+        if row is not None and row.unit == self.unit and not row.ended:
+            self._spent = [row.refresh, row.discovery, row.urgent]
+
+    @property
+    def fetched(self) -> int:
+        return sum(self._spent)
+
+    def allows(self, now: float) -> bool:
+        """True while this unit's G page fetches are not all dispatched."""
+        if self.unit is None or unit_index(now, self.unit_s) != self.unit:
+            self._roll(now)
+        return self.fetched < self.bandwidth
+
+    def max_level(self, now: float) -> int:
+        """The last frontier level the dispatcher may take from now (module doc): LOADER
+        once G is spent, REFRESH while unread pages have had their share and due pages
+        wait, else BACKGROUND (every level)."""
+        if not self.allows(now):
+            return LOADER
+        if (self._spent[1] + self._spent[2] >= self.discovery
+                and now < self.next_unit_at() - FREE_AT_END * self.unit_s
+                and (self._queued_refresh() >= self.bandwidth - self.fetched
+                     or (self._planner and self._planned != self.unit))):
+            return REFRESH
+        return BACKGROUND
+
+    def planned(self, unit: int) -> None:
+        """The planner queued ``unit``'s due pages (or gave up): unread pages beyond their
+        share no longer wait for them."""
+        self._planned = unit
+
+    def spend(self, level: int) -> None:
+        """One page fetch at frontier ``level`` was dispatched."""
+        if level == LOADER:
+            return
+        self._spent[0 if level == REFRESH else 2 if level == URGENT else 1] += 1
+
+    def next_unit_at(self) -> float:
+        """When the next unit starts (clock seconds)."""
+        return ((self.unit or 0) + 1) * self.unit_s
+
+    def record(self, now: float) -> UnitSpent | None:
+        """Write the running unit's row now (None before the first unit)."""
+        with self._lock:
+            return self._write(now, ended=False)
+
+    def _write(self, now: float, ended: bool) -> UnitSpent | None:
+        if self.unit is None:
+            return None
+        refresh, discovery, urgent = self._spent
+        row = UnitSpent(self.unit, self.unit_s, self.bandwidth, refresh + discovery + urgent,
+                        refresh, discovery, urgent,
+                        self._queued_refresh() if ended else None, ended, now)
+        self._record(row)
+        return row
+
+    def _roll(self, now: float) -> None:
+        unit = unit_index(now, self.unit_s)
+        with self._lock:  # the ended row and the new count, with no record() between
+            if self.unit is not None and unit != self.unit:
+                self.previous = self._write(now, ended=True)
+            self.unit = unit
+            self._spent = [0, 0, 0]
+
+    def snapshot(self) -> dict[str, int | float | None]:
+        """The current unit's spending (and the previous unit's end), for status/metrics."""
+        refresh, discovery, urgent = self._spent
+        prev = self.previous
+        return {"unit": self.unit, "bandwidth": self.bandwidth,
+                "fetched": refresh + discovery + urgent, "refresh": refresh,
+                "discovery": discovery, "urgent": urgent,
+                "previous_fetched": None if prev is None else prev.fetched,
+                "previous_carried_over": None if prev is None else prev.carried_over}
