@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from metadata import MetadataStore, SetRefresh, SetState
+from metadata.records import Refuse
 from metadata import refresh_queries as rq
 from refresh import ChangeObservations, folders_after, signature_rate
 from xyro.clock import ManualClock
@@ -56,6 +57,29 @@ def test_intervals_fill_the_refresh_bandwidth_and_follow_k(store, fill, kit, pla
     assert free.any()
     assert np.allclose(plan.intervals[free] * w[free], plan.k, rtol=1e-9)
     assert plan.omega >= plan.omega_unclamped * (1 - 1e-12)
+
+
+def test_with_nothing_left_to_discover_all_of_g_refreshes(store, fill, kit, planner) -> None:
+    kit.build(fill)
+    ops: list = []
+    planner(store, ops, max_interval_units=1000.0).run_unit()
+    fill(ops)  # a unit planned for (1 - rho) G, its ledger stored
+    assert planner(store, [], now_unit=21.0, max_interval_units=1000.0).plan().bandwidth == 15
+    conn = store.read_connection()
+    unread = [u for (u,) in conn.execute("SELECT url FROM urls WHERE type = 'unread'")]
+    conn.close()
+    assert len(unread) == 6
+    with store.writer() as w:  # the unread pages end up refused: nothing unread is left
+        for url in unread:
+            w.submit(Refuse(url, "scope", depth=1))
+    plan = planner(store, [], max_interval_units=1000.0).plan()
+    # All of G = 20 may refresh, not (1 - rho) G = 15: each of the 18 pages every unit.
+    assert np.sum(1.0 / plan.intervals) == pytest.approx(18.0, rel=1e-9)
+    assert np.all(plan.intervals == 1.0)
+    # The daemon's next unit re-plans every page for it (a full scan), not page by page.
+    later = planner(store, [], now_unit=21.0, max_interval_units=1000.0)
+    later.run_unit()
+    assert later.last_unit is not None and later.last_unit.full_scan
 
 
 def test_importance_for_xml_interest_for_html_and_uniform(store, fill, kit, planner) -> None:

@@ -14,7 +14,8 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
 4. S = Σ√(r_i·λ_i) is updated by the deltas of the pages re-estimated (003 §6.6), split in
    the clamp bands of :mod:`refresh.waterlevel`, and K solved with the water-filling clamp
    correction: t_i = K/√(r_i·λ_i) within [min_interval_units, max_interval_units] and
-   Σ 1/t_i = (1 − ρ)·G, the water level a full solve over every page gives;
+   Σ 1/t_i = (1 − ρ)·G (all of G once no page is left unread), the water level a full
+   solve over every page gives;
 5. the observed pages are re-filed into folder ⌊(t_last + t_i·unit)/unit⌋
    (:func:`refresh.folders.folders_after`; the metadata writer already re-filed them with
    their previous t_i when it applied their fetch, ``refresh_queries.refiled_after_fetch``);
@@ -35,7 +36,8 @@ ledger (:func:`~xyro.jobs.plan_unit.rebuild`) when there is none, when the previ
 writes were not all applied (a crash: its token, written first, differs from the ledger's,
 written last), when the time unit, the importance source or the floor changed, or after a
 ranking run: every r_i changed then, and 003 §6.6 updates S "after the Page Rank process"
-too.
+too; and when the refresh bandwidth (1 − ρ)·G changed (the configuration, or discovery's
+end: with no page left unread, all of G refreshes).
 
 Rates are stored as changes per second (``urls.rate``), planned in changes per unit.
 """
@@ -46,7 +48,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,7 @@ from xyro.jobs.plan_unit import FolderUnit, UnitWork, rebuild
 WATERMARK_KEY = "refresh.observations_done"
 LEDGER_KEY = "refresh.ledger"
 RUN_KEY = "refresh.run"  # the token of the last unit whose writes began
+BANDWIDTH_KEY = "refresh.bandwidth_planned"  # (1 − ρ)·G the ledger's intervals fill
 LATEST_IN_UNIT = 0.8  # a due page waits at most this far into its unit (share of the unit)
 
 
@@ -121,6 +124,10 @@ class RefreshPlanner:
         self._conn = conn
         self._submit = submit
         self._clock = clock
+        if settings.discovery_share > 0 and not q.unread_ranked(conn, 1):
+            # Nothing left to discover: all of G refreshes (compose_unit would hand the idle
+            # discovery share to due pages, but the intervals must be planned for it too).
+            settings = replace(settings, discovery_share=0.0)
         self._s = settings
         self._est = PageEstimator(conn, settings)
         self._scan = FullScan(conn, self._est, settings)
@@ -281,6 +288,7 @@ class RefreshPlanner:
         if work.weights:
             ids = np.array(sorted(work.weights), dtype=np.int64)
             self._submit(SetWeights(ids, np.array([work.weights[int(i)] for i in ids])))
+        self._submit(SetState(BANDWIDTH_KEY, s.refresh_bandwidth))
         self._submit(SetState(LEDGER_KEY, led.to_json()))
         self._submit(SetState(WATERMARK_KEY, work.watermark))
         self._submit(SetState("refresh.k", finite(led.k)))
@@ -298,6 +306,10 @@ class RefreshPlanner:
             return None, jobs
         if (led.unit_s, led.importance_source, led.importance_floor) != (
                 s.time_unit_s, s.importance_source, s.importance_floor):
+            return None, jobs
+        # Every t_i scales with the refresh bandwidth: a new G or ρ (or discovery's end,
+        # when ρ becomes 0) re-plans every page now rather than as each is next fetched.
+        if q.state_value(self._conn, BANDWIDTH_KEY) != s.refresh_bandwidth:
             return None, jobs
         return (None if ranked and s.importance_source != "uniform" else led), jobs
 
