@@ -266,9 +266,16 @@ def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray) -> tuple[np.ndar
         if rate is not None:
             lam_hat[page] = rate * UNIT_S
     r_hat, lam_hat = r_hat[pages], lam_hat[pages]
-    r_hat = np.where(np.isfinite(r_hat), r_hat, np.nanmean(r_hat))
-    lam_hat = np.where(np.isfinite(lam_hat), lam_hat, np.nanmean(lam_hat))
+    # A page without an estimate takes the mean of those with one (1 when none has one: a
+    # run too short for a ranking, as the planner's own default).
+    r_hat = np.where(np.isfinite(r_hat), r_hat, _mean_or_one(r_hat))
+    lam_hat = np.where(np.isfinite(lam_hat), lam_hat, _mean_or_one(lam_hat))
     return r_hat / r_hat.mean(), lam_hat
+
+
+def _mean_or_one(values: np.ndarray) -> float:
+    known = values[np.isfinite(values)]
+    return float(known.mean()) if known.size else 1.0
 
 
 def window_units(run: Run, first_unit: int) -> dict[str, float]:

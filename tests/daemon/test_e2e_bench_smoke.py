@@ -1,0 +1,34 @@
+"""Keeps tests/bench/e2e_freshness.py from rotting: a tiny run (400 pages, 4 hosts, 4 units at
+1,200x, the planner and the uniform baseline), its one JSON line checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "e2e_freshness.py"
+SUMMARY = {"planner_over_clamped_optimum", "uniform_over_planner",
+           "change_proportional_over_planner", "politeness_violations", "pages", "hosts",
+           "units"}
+
+
+def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
+    run = subprocess.run([sys.executable, str(BENCH), "--pages", "400", "--hosts", "4",
+                          "--units", "4", "--speed", "1200", "--policies", "planner,uniform"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 1
+    report = json.loads(lines[0])
+    assert SUMMARY <= set(report["summary"])
+    summary = report["summary"]
+    assert (summary["pages"], summary["hosts"], summary["units"]) == (400, 4, 4)
+    assert summary["planner_over_clamped_optimum"] > 0 and summary["uniform_over_planner"] > 0
+    assert summary["change_proportional_over_planner"] is None  # not run
+    assert report["setup"]["pages_scored"] > 0
+    for policy in ("planner", "uniform"):
+        figures = report[policy]
+        assert 0 < figures["freshness"] <= 1 and figures["obsolescence"] > 0
+        assert figures["fetched_per_unit"] <= 40  # G = 10 % of the pages per unit
