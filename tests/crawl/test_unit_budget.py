@@ -52,7 +52,7 @@ def test_unread_pages_beyond_their_share_wait_while_due_pages_are_queued() -> No
     queued[0] = 7  # one fetch more than the due pages need: unread pages may have it
     assert budget.max_level(1.5) == BACKGROUND
     queued[0] = 8
-    assert budget.max_level(0.9 * UNIT_S) == BACKGROUND  # the unit's last tenth: no hold
+    assert budget.max_level(0.8 * UNIT_S) == BACKGROUND  # the unit's last fifth: no hold
     queued[0] = 0  # no due page left: unread pages may take the rest of G
     assert budget.max_level(2.0) == BACKGROUND
     for _ in range(8):

@@ -14,7 +14,7 @@ budget has left over the due pages (REFRESH) still queued, and only once the uni
 in (:meth:`planned`: the daemon plans each unit just after it starts): due pages waiting for
 their due time or for their host's politeness delay, or not yet planned, are not crowded
 out by the unread pages of ready hosts, and neither share stays idle while the other has
-work (``refresh.compose_unit`` plans the same split). In the unit's last tenth the hold
+work (``refresh.compose_unit`` plans the same split). In the unit's last fifth the hold
 ends: what the due pages have not used by then goes to unread pages, so G is spent.
 
 Not counted against G: fetches at the LOADER level (the DTDs and entities of a document
@@ -39,8 +39,8 @@ from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
 
 
 #: The last share of a unit in which unread pages may take whatever the due pages did not:
-#: due pages still queued then are carried over anyway (the planner releases them by 0.8).
-FREE_AT_END = 0.1
+#: due pages are all released by then (the planner's LATEST_IN_UNIT, 0.8).
+FREE_AT_END = 0.2
 
 
 class UnitBudget:
