@@ -19,6 +19,7 @@ from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
     SaveOpic, SetPending, SetRanks, SetRefresh, SetState, SetWeights, UnitSpent, XmlVersion,
 )
+from metadata.checkpoint_ids import CheckpointIds
 from metadata.refresh_queries import refiled_after_fetch
 from metadata.resolver import UrlResolver
 from metadata.schema import pack_children
@@ -73,6 +74,12 @@ class BatchApplier:
         self._dead_after = dead_after
         self._now = now
         self._state: dict[int, tuple] = {}
+        self._checkpoint_ids = CheckpointIds(resolver)
+
+    def forget(self) -> None:
+        """Drop what may name rolled-back rows (after a failed transaction)."""
+        self._resolver.forget()
+        self._checkpoint_ids.forget()
 
     # -- resolution ------------------------------------------------------------------
     def _resolve(self, ops: Sequence[Op], wake: Callable[[], None]) -> dict[str, int]:
@@ -394,9 +401,9 @@ class BatchApplier:
         self._conn.execute("INSERT OR REPLACE INTO opic_checkpoint (id, written_at, pages, "
                            "clock, data) VALUES (1, ?, ?, ?, ?)",
                            (op.written_at, len(op.urls), op.clock, op.data))
-        found = self._resolver.lookup(op.urls)
-        pos = [i for i, url in enumerate(op.urls) if url in found]
-        ids = [found[op.urls[i]] for i in pos]
+        all_ids = self._checkpoint_ids.ids(op.urls)
+        pos = np.flatnonzero(all_ids >= 0)
+        ids = all_ids[pos].tolist()
         many("UPDATE urls SET opic_cash = ?, opic_history = ?, opic_estimate = ? WHERE id = ?",
              zip(op.cash[pos].tolist(), op.history[pos].tolist(), op.estimate[pos].tolist(),
                  ids))

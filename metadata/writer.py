@@ -63,7 +63,6 @@ class Writer:
         if dead_after < 1:
             raise ValueError(f"writer dead_after must be >= 1, got {dead_after}")
         self._conn = conn
-        self._resolver = resolver
         self._applier = BatchApplier(conn, resolver, dead_after, now)
         self._batch_size = batch_size
         self._max_batch = max(max_batch_size or 16 * batch_size, batch_size)
@@ -211,7 +210,7 @@ class Writer:
             self._error = exc
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._resolver.forget()
+            self._applier.forget()
             return
         elapsed = time.perf_counter() - started
         self._ops_written += len(batch)

@@ -247,6 +247,7 @@ def build_opic(app: App, store: MetadataStore,
         adaptive = AdaptiveParams() if opic_cfg.estimate in WINDOW_ESTIMATES else None
         opic = OnlineOpic(OpicParams(damping=cfg.damping, adaptive=adaptive), focus,
                           opic_cfg.estimate)
+    opic.load_kernels()  # at start, not at the first fetched page (OnlineOpic.load_kernels)
     return OpicCheckpoints(opic, submit, app.clock, opic_cfg.checkpoint_interval_s,
                            importance=cfg.importance == "opic")
 

@@ -47,6 +47,37 @@ def test_visits_new_pages_and_focus_keep_the_total_cash() -> None:
     assert len(urls) == snap["pages"] and abs(float(estimate.sum()) - 1.0) <= 1e-12
 
 
+@pytest.mark.parametrize(("estimate", "kernels"), [
+    ("inflow", "opic_select._visit_one"),
+    ("fixed_window", "opic_select._visit_one, opic_adaptive._window_rates")])
+def test_the_crawl_builds_opic_with_its_kernels_loaded(tmp_path: Path, estimate: str,
+                                                       kernels: str) -> None:
+    """app.build_opic runs every kernel a crawl calls on a scratch state (numba loads a
+    kernel at its first call): a fresh process, so no other test loaded them first; the
+    crawl's own state is left empty."""
+    code = f"""
+import json
+from ranking import opic_adaptive, opic_select
+from xyro.app import App, build_opic
+from xyro.clock import WallClock
+from xyro.config_load import load_config
+db = {str(tmp_path / "x.db")!r}
+app = App(load_config(None, {{}}, [f"storage.database={{db}}",
+                                  "storage.warehouse_dir={tmp_path / 'w'}",
+                                  "ranking.opic.estimate={estimate}"]), WallClock())
+kernels = ({kernels},)
+before = [len(k.signatures) for k in kernels]
+with app.open_store(create=True) as store:
+    opic = build_opic(app, store, [].append)
+print(json.dumps([before, [len(k.signatures) for k in kernels], len(opic.opic), opic.opic.visits]))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-3000:]
+    n = kernels.count(",") + 1
+    assert json.loads(run.stdout.splitlines()[-1]) == [[0] * n, [1] * n, 0, 0]
+
+
 def test_checkpoint_round_trip_is_exact_and_carries_on() -> None:
     opic = OnlineOpic()
     for k in range(200):

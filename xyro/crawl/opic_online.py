@@ -172,6 +172,22 @@ class OnlineOpic:
     def __len__(self) -> int:
         return self._state.n
 
+    def load_kernels(self) -> None:
+        """Run every compiled kernel a crawl calls (visits of new and known pages, V's
+        flush, the estimate, a checkpoint) once, on a scratch state with these parameters;
+        this state is not touched.
+
+        Numba loads a kernel's machine code at its first call, and its first kernel brings
+        up the compiler's runtime: about half a second on a 2-core machine even from the
+        on-disk cache. The composition root pays it when a crawl is built, rather than the
+        dispatcher at the first fetched page while every fetch thread waits on it.
+        """
+        scratch = OnlineOpic(self._state.params, self._focus, self._estimate)
+        scratch.visit("a", ["b", "c"], [False, True])
+        scratch.visit("b", ["a", "c"])
+        scratch.visit("c", [])
+        scratch.checkpoint()
+
     # -- checkpoints ------------------------------------------------------------------------
 
     def checkpoint(self) -> OpicCheckpointData:
