@@ -158,8 +158,9 @@ def test_svg_10_document_crawled_loads_validates_dtd_fetched_once(
 
 
 def test_parallel_docbook_loads_never_bypass_the_resolver() -> None:
-    """Regression: without the EXTERNAL_LOADS lock, concurrent DocBook loads fell through to
-    libxml2's default loader ("Attempt to load network entity") a few times in 80."""
+    """Regression: without exclusive DOCTYPE parses (xyro.content.parse_guard), concurrent
+    DocBook loads fell through to libxml2's default loader ("Attempt to load network
+    entity") a few times in 80."""
     import threading
 
     _need(DOCBOOK_DTD, "docbook-xml")

@@ -75,6 +75,8 @@ from urllib.parse import urljoin, urlsplit
 from lxml import etree
 from w3lib.encoding import html_to_unicode, resolve_encoding
 
+from xyro.content.parse_guard import PARSES
+
 MAX_LINKS = 65534
 # Raw candidates (before dropping fragments, nofollow...) scanned per page: bounds the work
 # on a hostile page with millions of anchors.
@@ -384,7 +386,8 @@ def _parse(text: str) -> tuple[etree._Element | None, str | None]:
         remove_pis=True,
         default_doctype=False,
     )
-    root = etree.fromstring(text.encode("utf-8", "replace"), parser)
+    with PARSES.shared():  # libxml2's entity loader is process-global (parse_guard)
+        root = etree.fromstring(text.encode("utf-8", "replace"), parser)
     fatal = None
     for entry in parser.error_log.filter_from_fatals():
         fatal = entry.message.strip()

@@ -43,6 +43,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from lxml import etree
 
+from xyro.content.parse_guard import PARSES
+
 log = logging.getLogger("xyro.loader.catalogs")
 
 NS = "urn:oasis:names:tc:entity:xmlns:xml:catalog"
@@ -105,7 +107,8 @@ def parse_catalog(data: bytes, base: str) -> CatalogFile:
     """The entries of a catalog file's bytes (``base``: its URI). Raises etree.XMLSyntaxError."""
     parser = etree.XMLParser(resolve_entities=False, load_dtd=False, no_network=True,
                              huge_tree=False, dtd_validation=False, remove_comments=True)
-    root = etree.fromstring(data, parser, base_url=base)
+    with PARSES.shared():  # libxml2's entity loader is process-global (parse_guard)
+        root = etree.fromstring(data, parser, base_url=base)
     out = CatalogFile()
     if root.tag != f"{{{NS}}}catalog":
         return out

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from lxml import etree
 
 from xyro.content.html_links import resolve_href
+from xyro.content.parse_guard import PARSES
 from xyro.loader.cache import EntityCache
 from xyro.loader.canonical import canonical_form
 from xyro.loader.catalogs import Catalogs
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
-from xyro.loader.parser import EXTERNAL_LOADS, may_load_externals, safe_parser
+from xyro.loader.parser import may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
 from xyro.loader.settings import LoaderSettings
 from xyro.net.urls import canonicalize
@@ -84,9 +84,9 @@ def load_document(body: bytes, url: str, cache: EntityCache,
         return LoadResult.error(LoadError.TOO_LARGE, (
             f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
             f"({settings.max_document_bytes}); not loaded"))
-    guard = EXTERNAL_LOADS if may_load_externals(body) else nullcontext()
+    guard = PARSES.exclusive if may_load_externals(body) else PARSES.shared
     resolver = CacheResolver(cache, settings.max_url_length, catalogs)
-    with guard:
+    with guard():
         tree, problem = _parse(body, url, resolver, validate=False)
     blocked = _blocked(url, resolver)
     if blocked is not None:
@@ -109,7 +109,7 @@ def load_document(body: bytes, url: str, cache: EntityCache,
         True for _ in internal.iterelements()))
     valid, validation_error = None, None
     if has_dtd and settings.validate:
-        with guard:
+        with guard():
             valid, validation_error = _validate(body, url, tree, cache, settings, catalogs)
     return LoadResult(
         LoadStatus.LOADED,
@@ -121,27 +121,16 @@ def load_document(body: bytes, url: str, cache: EntityCache,
         from_cache=len(resolver.served))
 
 
-#: libxml2's own loader refusing a network load: only reachable when our resolver, which
-#: answers every load, was bypassed (the process-global loader race of xyro.loader.parser).
-_BYPASSED = "Attempt to load network entity"
-_PARSE_TRIES = 3
-
-
 def _parse(body: bytes, url: str, resolver: CacheResolver,
            validate: bool) -> tuple[etree._ElementTree | None, str | None]:
-    """Parse under the safe parser; a parse whose external load slipped past the resolver is
-    tried again (seen once in a SIGKILL/restart test: an ERROR with no fault of the page)."""
-    for attempt in range(_PARSE_TRIES):
-        parser = safe_parser(resolver, validate=validate)
-        try:
-            root = etree.fromstring(body, parser, base_url=url)
-        except etree.XMLSyntaxError as exc:
-            if _BYPASSED in str(exc) and attempt + 1 < _PARSE_TRIES:
-                continue
-            return None, _withheld(exc, resolver) or str(exc)
-        except (ValueError, MemoryError, RecursionError) as exc:  # lxml refusing the input
-            return None, f"{type(exc).__name__}: {exc}"
-        break
+    """Parse under the safe parser (the caller holds the parse guard)."""
+    parser = safe_parser(resolver, validate=validate)
+    try:
+        root = etree.fromstring(body, parser, base_url=url)
+    except etree.XMLSyntaxError as exc:
+        return None, _withheld(exc, resolver) or str(exc)
+    except (ValueError, MemoryError, RecursionError) as exc:  # lxml refusing the input
+        return None, f"{type(exc).__name__}: {exc}"
     if root is None:
         return None, "no root element"
     return root.getroottree(), None

@@ -17,27 +17,16 @@
 
 lxml parsers are not thread-safe: build one per load (cheap next to parsing).
 
-One process-wide lock, :data:`EXTERNAL_LOADS`, serializes every parse that may load
-external DTDs/entities (documents with a DOCTYPE). Measured here (lxml 6.1, libxml2 2.14):
-with several threads parsing DocBook documents at once, libxml2 sometimes hands a nested
-entity load to its DEFAULT loader instead of lxml's per-parser resolver ("Attempt to load
-network entity"), i.e. our resolver is bypassed — the default loader would read ``file:``
-URLs and consult /etc/xml/catalog. The hazard is process-global (libxml2's loader hook),
-hence a module-level lock, the one exception to "no globals". Documents without a DOCTYPE
-cannot reference any external entity and parse in parallel.
+A parse that may load external DTDs/entities (a document with a DOCTYPE, see
+:func:`may_load_externals`) must run exclusive of every other lxml parse in the process,
+since libxml2's entity loader is process-global: :mod:`xyro.content.parse_guard`.
 """
 
 from __future__ import annotations
 
-import threading
-
 from lxml import etree
 
 from xyro.loader.resolver import CacheResolver
-
-
-#: Held around every parse/validation that may resolve external entities (see above).
-EXTERNAL_LOADS = threading.Lock()
 
 
 def may_load_externals(body: bytes) -> bool:

@@ -31,6 +31,7 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from xyro.content.parse_guard import PARSES
 from xyro.publication.trust import parse_rfc822_datetime, parse_w3c_datetime
 from xyro.publication.sitemaps import (
     MAX_SITEMAP_BYTES, SECURE_PARSER_OPTIONS, ErrorNotes, decoded_body, escape_bare_ampersands,
@@ -106,7 +107,8 @@ def _parse_root(data: bytes, base: str, notes: ErrorNotes) -> etree._Element:
     for text, recover, fix in attempts:
         parser = etree.XMLParser(recover=recover, **SECURE_PARSER_OPTIONS)
         try:
-            root = etree.fromstring(text, parser)
+            with PARSES.shared():  # libxml2's entity loader is process-global (parse_guard)
+                root = etree.fromstring(text, parser)
         except etree.XMLSyntaxError as exc:
             first_error = first_error or str(exc)
             continue
