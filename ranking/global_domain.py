@@ -82,6 +82,13 @@ def simple_links(ids: np.ndarray, indptr: np.ndarray,
     return rows, dst
 
 
+def simple_graph(graph: LinkGraph) -> LinkGraph:
+    """The same pages with the paper's 0/1 links (no duplicates, no self-links): the graph
+    whose PageRank a global estimate is measured against."""
+    rows, dst = simple_links(np.arange(graph.n, dtype=np.int64), graph.indptr, graph.indices)
+    return LinkGraph.from_edges(rows, dst, graph.n)
+
+
 @dataclass(frozen=True)
 class DomainView:
     """One round's snapshot of F and its frontier, in local ids (module doc).
