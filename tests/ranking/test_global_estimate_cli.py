@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from metadata import FetchRecord, MetadataStore, PageType
 from xyro.cli import cli
 
 C = 0.85
@@ -101,19 +100,8 @@ def test_missing_edge_file_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-def _store(db: Path, fetched: dict[str, tuple[str, ...]]) -> None:
-    with MetadataStore.open(db) as store:
-        writer = store.writer()
-        try:
-            for k, (url, kids) in enumerate(fetched.items()):
-                writer.submit(FetchRecord(url, 1_700_000_000.0 + k, PageType.HTML,
-                                          http_status=200, signature=url.encode(),
-                                          children=kids))
-        finally:
-            writer.close()
-
-
-def test_database_mode_computes_what_the_store_allows(tmp_path: Path) -> None:
+def test_database_mode_computes_what_the_store_allows(tmp_path: Path,
+                                                      store_pages) -> None:  # noqa: ANN001
     """Scope: a.example. Stored: 30 pages of a.example and 3 of b.example (fetched before the
     scope narrowed); b.example/10.. are only linked, and a.example/99 is in scope, unread."""
     a, b = "http://a.example/{}".format, "http://b.example/{}".format
@@ -123,7 +111,7 @@ def test_database_mode_computes_what_the_store_allows(tmp_path: Path) -> None:
     fetched[a(0)] += (a(99),)
     fetched.update({b(i): (a(i), b(i + 20)) for i in range(3)})
     db = tmp_path / "xyro.db"
-    _store(db, fetched)
+    store_pages(db, fetched)
     config = _config(tmp_path, db, "scope: {allowed_domains: [a.example]}\n")
     result = _run(config, "--global-estimate", "--rounds", "20", "--json")
     assert result.exit_code == 0, result.output
@@ -141,9 +129,10 @@ def test_database_mode_computes_what_the_store_allows(tmp_path: Path) -> None:
     assert all(p["url"].startswith("http://a.example/") for p in report["top_pages"])
 
 
-def test_database_mode_without_in_scope_pages_is_a_clear_error(tmp_path: Path) -> None:
+def test_database_mode_without_in_scope_pages_is_a_clear_error(
+        tmp_path: Path, store_pages) -> None:  # noqa: ANN001
     db = tmp_path / "xyro.db"
-    _store(db, {"http://b.example/0": ("http://b.example/1",)})
+    store_pages(db, {"http://b.example/0": ("http://b.example/1",)})
     result = _run(_config(tmp_path, db, "scope: {allowed_domains: [a.example]}\n"),
                   "--global-estimate")
     assert result.exit_code == 1
