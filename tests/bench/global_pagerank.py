@@ -16,7 +16,9 @@ about 10 minutes, ``--quick`` a few seconds). Prints ONE JSON line; progress on 
   discretized table, SC with exact norms, PF-Select, outlink count, random, and an
   ``oracle`` that knows the global graph: the paper's §6 "impact" g_j·o_L(j)/o(j), an upper
   reference no crawler has), 50 rounds of 2n/50 pages: the L1, L∞ errors after n and 2n extra
-  pages, and the local PageRank's (round 0);
+  pages, and the local PageRank's (round 0); and ``inflow_share_2n``, the share of the
+  PageRank flowing into L from outside (Σ g_j/o_j over links j -> L) that the crawled pages
+  carry, which says whether a selector finds what makes the global PageRank differ;
 - time: seconds per round (F's PageRank + the selection) against |F| over all rounds of the
   SC runs, with a least-squares line (slope in seconds per 1,000 pages of F); the whole 2n
   estimate of each 20,000-page domain with SC (wall time, crawling from memory included).
@@ -106,11 +108,29 @@ def oracle_selector(graph: LinkGraph, truth: np.ndarray, local: np.ndarray):
     return scores
 
 
+def inflow_share(graph: LinkGraph, truth: np.ndarray, start: int, size: int):
+    """The share of the PageRank flowing into L from outside (Σ g_j/o_j over links j -> L,
+    j outside L) that a set of crawled pages carries: how much of what makes L's global
+    PageRank differ from its local one the crawl has revealed."""
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    dst = graph.indices
+    into = (dst >= start) & (dst < start + size) & ((rows < start) | (rows >= start + size))
+    flow = np.bincount(rows[into], weights=(truth / np.maximum(graph.out_degree(), 1))[
+        rows[into]], minlength=graph.n)
+    total = float(flow.sum())
+
+    def share(crawled: np.ndarray) -> float:
+        return float(flow[crawled].sum() / total) if total > 0 else 0.0
+
+    return share
+
+
 def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
                rounds: int) -> dict:
     local = np.arange(start, start + size)
     reference = truth[local]
     reveal = graph_out_links(graph)
+    share = inflow_share(graph, truth, start, size)
     out: dict = {"first_id": start, "pages": size}
     for degree in ("within", "all"):
         params = EstimateParams(budget=2 * size, rounds=rounds, degree=degree,
@@ -131,6 +151,7 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
                 "l1_n": result.at_extra(size).metrics["l1"],
                 "l1_2n": h[-1].metrics["l1"], "linf_2n": h[-1].metrics["linf"],
                 "extra_pages": h[-1].extra, "seconds": round(wall, 2),
+                "inflow_share_2n": share(result.crawled),
                 "sweeps_per_round": round(float(np.mean([r.sweeps for r in h])), 1),
                 "rounds": [(r.size, r.seconds_pagerank + r.seconds_select) for r in h]
                 if name == "sc" else None}
@@ -156,6 +177,8 @@ def aggregate(domains: list[dict]) -> dict:
                 values = [d[degree][name][f"l1_{at}"] for d in domains]
                 entry[f"l1_{at}_median"] = float(np.median(values))
                 entry[f"l1_{at}_worst"] = float(np.max(values))
+            entry["inflow_share_2n_median"] = float(np.median(
+                [d[degree][name]["inflow_share_2n"] for d in domains]))
             gains = [d[degree]["local_pr"]["l1"] / d[degree][name]["l1_2n"] for d in domains]
             entry["gain_over_local_pr_2n_median"] = float(np.median(gains))
             entry["gain_over_local_pr_2n_range"] = [float(np.min(gains)), float(np.max(gains))]

@@ -326,6 +326,11 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
     With --compare, measure how close OPIC is to its fixpoint, the teleport PageRank with
     the same damping (DESIGN.md §5): L1 distance, Kendall tau, top-100 overlap and mean
     relative error over the pages both know; progress on stderr.
+
+    With --global-estimate, estimate the global PageRank of a local domain from a small
+    extra crawl (DESIGN.md §5, xyro/jobs/global_estimate.py): on an edge list with --edges
+    and --local, measured against its global PageRank; on the stored graph, the configured
+    scope's pages and what the store allows without fetching.
     """
     from ranking.results import ConvergenceError
     from xyro.jobs.rank_run import rank_edges, run_rank
