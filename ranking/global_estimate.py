@@ -65,11 +65,13 @@ class EstimateParams:
             raise ValueError(f"damping={self.damping!r} is outside (0, 1)")
 
     def round_sizes(self) -> np.ndarray:
-        """Pages crawled in each round: the budget spread evenly."""
+        """Pages crawled in each round: the budget spread evenly (fewer rounds than
+        ``rounds`` when the budget is smaller: no round crawls nothing)."""
         if self.budget == 0:
             return np.zeros(0, dtype=np.int64)
         edges = np.round(np.linspace(0, self.budget, self.rounds + 1)).astype(np.int64)
-        return np.diff(edges)
+        sizes = np.diff(edges)
+        return sizes[sizes > 0]
 
 
 @dataclass(frozen=True)

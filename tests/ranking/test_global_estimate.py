@@ -117,3 +117,4 @@ def test_bad_parameters_are_named() -> None:
     with pytest.raises(ValueError, match=r"page ids must be in \[0, 100\)"):
         Subgraph([100], reveal)
     assert EstimateParams(budget=7, rounds=3).round_sizes().tolist() == [2, 3, 2]
+    assert EstimateParams(budget=3, rounds=10).round_sizes().tolist() == [1, 1, 1]
