@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from metadata import FetchRecord, MetadataStore, PageType
 from ranking.graph import LinkGraph
 
 CNR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "cnr-2000-edges.npz"
@@ -48,3 +49,22 @@ def make_graph():
 @pytest.fixture(scope="session")
 def dense():
     return dense_m
+
+
+def store_fetched_pages(db: Path, children: dict[str, tuple[str, ...]]) -> None:
+    """A real store holding each URL of ``children`` as a fetched HTML page with those
+    links (one second apart)."""
+    with MetadataStore.open(db) as store:
+        writer = store.writer()
+        try:
+            for k, (url, kids) in enumerate(children.items()):
+                writer.submit(FetchRecord(url, 1_700_000_000.0 + k, PageType.HTML,
+                                          http_status=200, signature=url.encode(),
+                                          children=kids))
+        finally:
+            writer.close()
+
+
+@pytest.fixture(scope="session")
+def store_pages():
+    return store_fetched_pages

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from metadata import FetchRecord, MetadataStore, PageType, SaveOpic
+from metadata import MetadataStore, SaveOpic
 from ranking.graph import LinkGraph
 from ranking.opic import OpicParams, OpicState
 from ranking.opic_select import visit_greedy
@@ -238,18 +238,6 @@ def test_database_compare_after_a_real_crawl(crawled: tuple[Path, Path]) -> None
 
 # ---- database mode: a checkpoint of an OPIC driven by hand ---------------------------------
 
-def _store_graph(db: Path, children: dict[str, tuple[str, ...]]) -> None:
-    with MetadataStore.open(db) as store:
-        writer = store.writer()
-        try:
-            for k, (url, kids) in enumerate(children.items()):
-                writer.submit(FetchRecord(url, 1_700_000_000.0 + k, PageType.HTML,
-                                          http_status=200, signature=url.encode(),
-                                          children=kids))
-        finally:
-            writer.close()
-
-
 def _save(db: Path, opic: OnlineOpic) -> None:
     cp = opic.checkpoint()
     with MetadataStore.open(db) as store:
@@ -263,7 +251,7 @@ def _save(db: Path, opic: OnlineOpic) -> None:
 
 
 @pytest.fixture
-def hand_driven(tmp_path: Path) -> tuple[Path, Path]:
+def hand_driven(tmp_path: Path, store_pages) -> tuple[Path, Path]:  # noqa: ANN001
     """40 stored pages (a ring plus 4 seeded random links each; page 5 also links two pages
     never fetched) and an OPIC checkpoint after 100 Greedy reads per page. OPIC's fixpoint
     needs every page read again and again (000 §3, fairness): the two unread pages are
@@ -277,7 +265,7 @@ def hand_driven(tmp_path: Path) -> tuple[Path, Path]:
                 for i in range(n)}
     children[url(5)] += (url("unread-a"), url("unread-b"))
     db = tmp_path / "xyro.db"
-    _store_graph(db, children)
+    store_pages(db, children)
     known = {**children, url("unread-a"): (), url("unread-b"): ()}
     opic = OnlineOpic(OpicParams(damping=C))
     for u in children:
@@ -311,9 +299,10 @@ def test_database_compare_notes_a_damping_mismatch(hand_driven: tuple[Path, Path
     assert report["inflow"]["l1"] > 0.05  # the wrong fixpoint is visibly off
 
 
-def test_database_without_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+def test_database_without_checkpoint_is_a_clear_error(tmp_path: Path,
+                                                       store_pages) -> None:  # noqa: ANN001
     db = tmp_path / "xyro.db"
-    _store_graph(db, {"http://h.example/a": ("http://h.example/b",)})
+    store_pages(db, {"http://h.example/a": ("http://h.example/b",)})
     result = _run(_config(tmp_path, db), "rank", "--compare")
     assert result.exit_code == 1 and result.stdout == ""
     message = result.stderr.strip()

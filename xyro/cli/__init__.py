@@ -293,9 +293,30 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
 @click.option("--reads", type=click.IntRange(min=1), default=None,
               help="With --compare --edges: OPIC reads per page, i.e. reads x pages Greedy "
                    "visits [default: 10].")
+@click.option("--global-estimate", "global_estimate", is_flag=True,
+              help="Estimate the global PageRank of a local domain by crawling a few "
+                   "out-of-scope pages (DESIGN.md §5): with --edges, the range --local of the "
+                   "edge list, measured against its global PageRank; without, the stored "
+                   "graph's in-scope pages (what it allows without fetching). Writes nothing.")
+@click.option("--local", "local_range", default=None, metavar="START:STOP",
+              help="With --global-estimate --edges: the local domain, ids START to STOP-1.")
+@click.option("--selector", type=click.Choice(["sc", "pf", "outlinks", "random"]),
+              default=None, help="With --global-estimate: which frontier pages to crawl "
+                                 "[default: sc, SC-Select].")
+@click.option("--extra", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --global-estimate: extra pages, as a multiple of the domain's "
+                   "pages [default: 2].")
+@click.option("--rounds", type=click.IntRange(min=1), default=None,
+              help="With --global-estimate: selection rounds [default: 50].")
+@click.option("--out-degree", "out_degree", type=click.Choice(["within", "all"]),
+              default=None, help="With --global-estimate: a page's out-degree counts its "
+                                 "links inside F (within, the paper's) or all its links "
+                                 "[default: within].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
 def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads: int | None,
+         global_estimate: bool, local_range: str | None, selector: str | None,
+         extra: float | None, rounds: int | None, out_degree: str | None,
          as_json: bool) -> None:
     """Compute direct importance and inverse interest (PageRank) and store them (mean 1).
 
@@ -305,6 +326,11 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
     With --compare, measure how close OPIC is to its fixpoint, the teleport PageRank with
     the same damping (DESIGN.md §5): L1 distance, Kendall tau, top-100 overlap and mean
     relative error over the pages both know; progress on stderr.
+
+    With --global-estimate, estimate the global PageRank of a local domain from a small
+    extra crawl (DESIGN.md §5, xyro/jobs/global_estimate.py): on an edge list with --edges
+    and --local, measured against its global PageRank; on the stored graph, the configured
+    scope's pages and what the store allows without fetching.
     """
     from ranking.results import ConvergenceError
     from xyro.jobs.rank_run import rank_edges, run_rank
@@ -317,6 +343,14 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
                          "--compare --edges FILE.npz`; add --compare and --edges, or drop "
                          "--reads")
     app = app_of(ctx)
+    estimate_options = {"selector": selector, "extra": extra, "rounds": rounds,
+                        "degree": out_degree}
+    if global_estimate or local_range is not None or any(
+            v is not None for v in estimate_options.values()):
+        report = _global_estimate(app, global_estimate, compare, edges, local_range,
+                                  estimate_options)
+        click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
+        return
     try:
         if compare:
             from xyro.jobs.opic_compare import compare_opic
@@ -332,6 +366,34 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
         verb = "compare" if compare else "rank"
         raise XyroError(f"cannot {verb} {edges or app.database_path}: {exc}") from None
     click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
+
+
+def _global_estimate(app: Any, flag: bool, compare: bool, edges: Path | None,
+                     local_range: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """``xyro rank --global-estimate``: the flags checked, then xyro.jobs.global_estimate."""
+    from xyro.jobs.global_estimate import GlobalOptions, estimate_edges, estimate_store, \
+        parse_range
+    if not flag:
+        raise UsageError("--local, --selector, --extra, --rounds and --out-degree belong to "
+                         "`xyro rank --global-estimate`; add --global-estimate or drop them")
+    if compare:
+        raise UsageError("--global-estimate and --compare are two different reports; give "
+                         "one of them")
+    if (edges is None) != (local_range is None):
+        raise UsageError("--global-estimate --edges FILE.npz needs --local START:STOP (the "
+                         "local domain's ids), and --local needs --edges: on the stored "
+                         "graph the local domain is the configured scope")
+    chosen = GlobalOptions(**{k: v for k, v in options.items() if v is not None})
+    try:
+        if edges is not None:
+            try:
+                local = parse_range(local_range or "")
+            except ValueError as exc:
+                raise UsageError(f"--local: {exc}") from None
+            return estimate_edges(edges, local, chosen, app.config.ranking.damping)
+        return estimate_store(app, chosen)
+    except ValueError as exc:
+        raise XyroError(f"cannot estimate on {edges or app.database_path}: {exc}") from None
 
 
 @cli.group("config")

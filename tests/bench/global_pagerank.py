@@ -1,0 +1,297 @@
+"""Global PageRank of a local domain (001, DESIGN.md §5): how close FindGlobalPR gets to the
+true global PageRank after n and 2n extra pages, per selector, and how fast a round is.
+
+Run: ``.venv/bin/python tests/bench/global_pagerank.py [--quick]`` (heavy: ``nice -n 10``;
+about 10 minutes, ``--quick`` a few seconds). Prints ONE JSON line; progress on stderr.
+
+- global graphs: LAW cnr-2000 (a local domain = a contiguous id range: ids are in URL order,
+  so a range is a run of sites) and a synthetic web with site structure (``site_web``:
+  sites of contiguous ids, most links inside the site, the rest to popular pages of popular
+  sites); both as the paper's 0/1 graph (no duplicate links, no self-links);
+- truth: the global ``teleport`` PageRank (uniform teleport, damping 0.85, dangling pages
+  teleport), restricted to the domain and renormalized; local domains of 2,000 to 20,000
+  pages (``--quick``: 300 to 1,000 pages of smaller graphs);
+- per domain, for both out-degrees (``within``: links inside F only, the paper's D_F;
+  ``all``: links leaving F kept in the out-degree) and each selector (SC-Select with the
+  discretized table, SC with exact norms, PF-Select, outlink count, random, and an
+  ``oracle`` that knows the global graph: the paper's §6 "impact" g_j·o_L(j)/o(j), an upper
+  reference no crawler has), 50 rounds of 2n/50 pages: the L1, L∞ errors after n and 2n extra
+  pages, and the local PageRank's (round 0); and ``inflow_share_2n``, the share of the
+  PageRank flowing into L from outside (Σ g_j/o_j over links j -> L) that the crawled pages
+  carry, which says whether a selector finds what makes the global PageRank differ;
+- time: seconds per round (F's PageRank + the selection) against |F| over all rounds of the
+  SC runs, with a least-squares line (slope in seconds per 1,000 pages of F); the whole 2n
+  estimate of each 20,000-page domain with SC (wall time, crawling from memory included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from benchmachine import machine  # noqa: E402  (tests/bench is sys.path[0])
+from opic_convergence import load_cnr  # noqa: E402  (the shared cnr-2000 loader)
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from ranking.global_domain import graph_out_links, simple_graph  # noqa: E402
+from ranking.global_estimate import EstimateParams, find_global_pagerank  # noqa: E402
+from ranking.global_select import sc_scores  # noqa: E402
+from ranking.graph import LinkGraph  # noqa: E402
+from ranking.importance import direct_importance  # noqa: E402
+from ranking.sweep import SolverParams  # noqa: E402
+
+DAMPING = 0.85
+ROUNDS = 50
+SELECTORS = ("sc", "sc_exact", "pf", "outlinks", "random", "oracle")
+COMPARED = ("sc", "pf", "outlinks", "random")  # the crawler's selectors (001 §6)
+
+
+def log(message: str) -> None:
+    print(f"[global-pagerank-bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
+          flush=True)
+
+
+def site_web(n: int, large: list[int], seed: int) -> tuple[LinkGraph, list[tuple[int, int]]]:
+    """A synthetic web: the ``large`` sites first, then small sites (10 to ~1,000 pages,
+    Pareto) up to n pages, each site a contiguous id range. A page has 1 + Poisson(9)
+    links (a tenth of pages none); 80 % stay in the site, to a page drawn with Zipf-like
+    popularity inside it; 20 % go to a site drawn by popularity (∝ size·Pareto weight),
+    then to a popular page of it. Returns the graph and the large sites' (start, size)."""
+    rng = np.random.default_rng(seed)
+    sizes = list(large)
+    while sum(sizes) < n:
+        sizes.append(int(min(10 * (1 + rng.pareto(1.2)), 1000)))
+    sizes[-1] -= sum(sizes) - n
+    sizes = np.array([s for s in sizes if s > 0])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    site_of = np.repeat(np.arange(len(sizes)), sizes)
+    degree = np.where(rng.random(n) < 0.1, 0, 1 + rng.poisson(9, n))
+    src = np.repeat(np.arange(n), degree)
+    m = len(src)
+    site = site_of[src]
+    outside = rng.random(m) < 0.2
+    weight = sizes * (1 + rng.pareto(1.0, len(sizes)))
+    site[outside] = rng.choice(len(sizes), int(outside.sum()), p=weight / weight.sum())
+    rank = (sizes[site] * rng.random(m) ** 3).astype(np.int64)  # popular pages: low ranks
+    dst = starts[site] + rank
+    graph = simple_graph(LinkGraph.from_edges(src, dst, n))
+    return graph, [(int(starts[i]), int(sizes[i])) for i in range(len(large))]
+
+
+def cnr_domains(n: int, sizes: list[int], seed: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    return [(int(rng.integers(0, n - size)), size) for size in sizes]
+
+
+def oracle_selector(graph: LinkGraph, truth: np.ndarray, local: np.ndarray):
+    """The paper's §6 impact of a page j on L, g_j·o_L(j)/o(j), from the global graph."""
+    in_local = np.zeros(graph.n, dtype=bool)
+    in_local[local] = True
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    to_local = np.bincount(rows[in_local[graph.indices]], minlength=graph.n)
+    impact = truth * np.divide(to_local, graph.out_degree(),
+                               out=np.zeros(graph.n), where=graph.out_degree() > 0)
+
+    def scores(view, f, rng):  # noqa: ANN001, ANN202 (a Selector)
+        return impact[view.candidates]
+
+    return scores
+
+
+def inflow_share(graph: LinkGraph, truth: np.ndarray, start: int, size: int):
+    """The share of the PageRank flowing into L from outside (Σ g_j/o_j over links j -> L,
+    j outside L) that a set of crawled pages carries: how much of what makes L's global
+    PageRank differ from its local one the crawl has revealed."""
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    dst = graph.indices
+    into = (dst >= start) & (dst < start + size) & ((rows < start) | (rows >= start + size))
+    flow = np.bincount(rows[into], weights=(truth / np.maximum(graph.out_degree(), 1))[
+        rows[into]], minlength=graph.n)
+    total = float(flow.sum())
+
+    def share(crawled: np.ndarray) -> float:
+        return float(flow[crawled].sum() / total) if total > 0 else 0.0
+
+    return share
+
+
+def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
+               rounds: int) -> dict:
+    local = np.arange(start, start + size)
+    reference = truth[local]
+    reveal = graph_out_links(graph)
+    share = inflow_share(graph, truth, start, size)
+    out: dict = {"first_id": start, "pages": size}
+    for degree in ("within", "all"):
+        params = EstimateParams(budget=2 * size, rounds=rounds, degree=degree,
+                                damping=DAMPING)
+        figures: dict = {}
+        for name in SELECTORS:
+            selector, options = name, None
+            if name == "sc_exact":
+                selector, options = sc_scores, {"norms": "exact"}
+            elif name == "oracle":
+                selector = oracle_selector(graph, truth, local)
+            started = time.perf_counter()
+            result = find_global_pagerank(local, reveal, selector, params, reference=reference,
+                                          selector_options=options)
+            wall = time.perf_counter() - started
+            h = result.history
+            figures[name] = {
+                "l1_n": result.at_extra(size).metrics["l1"],
+                "l1_2n": h[-1].metrics["l1"], "linf_2n": h[-1].metrics["linf"],
+                "extra_pages": h[-1].extra, "seconds": round(wall, 2),
+                "inflow_share_2n": share(result.crawled),
+                "sweeps_per_round": round(float(np.mean([r.sweeps for r in h])), 1),
+                "rounds": [(r.size, r.seconds_pagerank + r.seconds_select) for r in h]
+                if name == "sc" else None}
+            figures["local_pr"] = {"l1": h[0].metrics["l1"], "linf": h[0].metrics["linf"]}
+        out[degree] = figures
+    log(f"domain {start}+{size}: local {out['within']['local_pr']['l1']:.4f}, SC 2n "
+        f"{out['within']['sc']['l1_2n']:.4f}, PF {out['within']['pf']['l1_2n']:.4f}, "
+        f"random {out['within']['random']['l1_2n']:.4f}, oracle "
+        f"{out['within']['oracle']['l1_2n']:.4f}")
+    return out
+
+
+def aggregate(domains: list[dict]) -> dict:
+    """Median and worst (largest) L1 over the domains, per out-degree and selector."""
+    table: dict = {}
+    for degree in ("within", "all"):
+        rows: dict = {"local_pr": {"l1_median": float(np.median(
+            [d[degree]["local_pr"]["l1"] for d in domains])), "l1_worst": float(np.max(
+                [d[degree]["local_pr"]["l1"] for d in domains]))}}
+        for name in SELECTORS:
+            entry = {}
+            for at in ("n", "2n"):
+                values = [d[degree][name][f"l1_{at}"] for d in domains]
+                entry[f"l1_{at}_median"] = float(np.median(values))
+                entry[f"l1_{at}_worst"] = float(np.max(values))
+            entry["inflow_share_2n_median"] = float(np.median(
+                [d[degree][name]["inflow_share_2n"] for d in domains]))
+            gains = [d[degree]["local_pr"]["l1"] / d[degree][name]["l1_2n"] for d in domains]
+            entry["gain_over_local_pr_2n_median"] = float(np.median(gains))
+            entry["gain_over_local_pr_2n_range"] = [float(np.min(gains)), float(np.max(gains))]
+            rows[name] = entry
+        best = min(rows[name]["l1_2n_median"] for name in COMPARED)
+        rows["sc_l1_over_best_selector_2n_median"] = rows["sc"]["l1_2n_median"] / best
+        rows["sc_l1_over_best_selector_2n_per_domain_median"] = float(np.median([
+            d[degree]["sc"]["l1_2n"] / min(d[degree][s]["l1_2n"] for s in COMPARED)
+            for d in domains]))
+        table[degree] = rows
+    return table
+
+
+def timing(domains: list[dict]) -> dict:
+    """Seconds per round against |F| (SC, both out-degrees), least-squares line."""
+    points = np.array([p for d in domains for degree in ("within", "all")
+                       for p in d[degree]["sc"]["rounds"]])
+    slope, intercept = np.polyfit(points[:, 0], points[:, 1], 1)
+    fitted = slope * points[:, 0] + intercept
+    r2 = 1 - ((points[:, 1] - fitted) ** 2).sum() / ((points[:, 1] - points[:, 1].mean()) ** 2
+                                                       ).sum()
+    by_size = {}
+    for d in domains:
+        rounds = np.array(d["within"]["sc"]["rounds"])
+        by_size.setdefault(d["pages"], []).append(
+            (float(rounds[:, 0].mean()), float(rounds[:, 1].mean())))
+    return {"seconds_per_round_slope_per_1000_pages": float(slope * 1000),
+            "seconds_per_round_intercept": float(intercept), "r2": float(r2),
+            "rounds_fitted": len(points), "domain_sizes": len(by_size),
+            "mean_f_pages_and_seconds_per_round_by_domain_size": {
+                str(k): [round(float(np.mean([a for a, _ in v])), 0),
+                         round(float(np.mean([b for _, b in v])), 4)]
+                for k, v in sorted(by_size.items())}}
+
+
+def bench_graph(name: str, graph: LinkGraph, domains: list[tuple[int, int]],
+                rounds: int) -> dict:
+    started = time.perf_counter()
+    truth = direct_importance(graph, SolverParams(damping=DAMPING, tol=1e-12, max_iter=2000),
+                              dangling="teleport").values
+    log(f"{name}: {graph.n} pages, {graph.m} links, global PageRank in "
+        f"{time.perf_counter() - started:.1f} s; {len(domains)} domains")
+    results = [run_domain(graph, truth, start, size, rounds) for start, size in domains]
+    speed = timing(results)
+    largest = max(size for _, size in domains)
+    for d in results:
+        for degree in ("within", "all"):
+            d[degree]["sc"].pop("rounds")
+            for name in SELECTORS:
+                d[degree][name].pop("rounds", None)
+    return {"pages": graph.n, "links": graph.m, "domains": len(results),
+            "domain_pages": sorted({size for _, size in domains}),
+            "by_out_degree": aggregate(results), "timing": speed,
+            "seconds_largest_domain_2n_sc": max(
+                d["within"]["sc"]["seconds"] for d in results if d["pages"] == largest),
+            "largest_domain_pages": largest, "per_domain": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small graphs, a few seconds")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    graphs: dict = {}
+    if args.quick:
+        rounds, cnr_first = 10, 20_000
+        cnr_sizes, synth_n, synth_large = [300, 600, 800, 1000], 20_000, [300, 500, 800, 1000]
+    else:
+        rounds, cnr_first = ROUNDS, None
+        cnr_sizes = [2000, 2000, 2000, 5000, 5000, 5000, 10000, 10000, 20000, 20000]
+        synth_n = 250_000
+        synth_large = [2000, 2000, 3000, 5000, 5000, 8000, 10000, 12000, 15000, 20000]
+    cnr = load_cnr(cnr_first)
+    if cnr is None:
+        graphs["cnr-2000"] = {"skipped": "LAW cnr-2000 edge list not found"}
+    else:
+        src, dst, n = cnr
+        graph = simple_graph(LinkGraph.from_edges(src, dst, n))
+        graphs["cnr-2000"] = bench_graph("cnr-2000", graph, cnr_domains(n, cnr_sizes, 7),
+                                         rounds)
+    graph, sites = site_web(synth_n, synth_large, seed=3)
+    graphs["site_web"] = bench_graph("site_web", graph, sites, rounds)
+    c = graphs["cnr-2000"].get("by_out_degree", {}).get("within")
+    summary = {
+        "cnr_sc_gain_over_local_pr_2n_median": (
+            c["local_pr"]["l1_median"] / c["sc"]["l1_2n_median"] if c else None),
+        "cnr_sc_l1_over_best_selector_2n_median": (
+            c["sc_l1_over_best_selector_2n_median"] if c else None),
+        "seconds_20000_page_domain_2n": (
+            graphs["cnr-2000"]["seconds_largest_domain_2n_sc"]
+            if c and graphs["cnr-2000"]["largest_domain_pages"] == 20000 else None)}
+    for degree in ("within", "all"):
+        rows = graphs["cnr-2000"].get("by_out_degree", {}).get(degree)
+        if rows:
+            for name in ("sc", "pf", "outlinks", "random", "oracle"):
+                summary[f"cnr_{degree}_{name}_gain_over_local_pr_2n_median"] = \
+                    rows[name]["gain_over_local_pr_2n_median"]
+    if c:
+        summary["cnr_seconds_per_round_slope_per_1000_pages"] = \
+            graphs["cnr-2000"]["timing"]["seconds_per_round_slope_per_1000_pages"]
+    result = {"benchmark": "global_pagerank", "quick": args.quick, "summary": summary,
+              "machine": machine(numpy=np.__version__),
+              "params": {"damping": DAMPING, "rounds": rounds, "budget": "2n extra pages",
+                         "pages_per_round": "2n/rounds", "pagerank_tol": 1e-10,
+                         "reference": "teleport PageRank of the 0/1 graph without self-links,"
+                                      " tol 1e-12", "sc_table_size": 1000,
+                         "gain": "local PR L1 / selector L1, per domain (the summary's first"
+                                 " key: median local L1 / median SC L1, out-degree within)",
+                         "values": "L1 errors of vectors renormalized over the domain"},
+              "graphs": graphs}
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""``xyro rank --global-estimate``: the global PageRank of a local domain (001, DESIGN.md §5
+"Global PageRank of a local domain"), with the pure core ``ranking.global_estimate``.
+
+- edge-list mode (:func:`estimate_edges`): a bare ``.npz`` edge list (n, src, dst, as for
+  ``xyro rank --edges``) is the whole web; the local domain is an id range ``START:STOP``
+  (half-open; in a URL-ordered graph such as LAW cnr-2000 a range is a run of sites).
+  FindGlobalPR "crawls" by reading out-links from the file, and every round is measured
+  against the graph's true global PageRank (teleport, the paper's 0/1 graph);
+- database mode (:func:`estimate_store`): the local domain is what the configured ``scope``
+  admits, among the pages whose links the store holds (fetched HTML and XML pages). The
+  store has no links of out-of-scope pages it never fetched, so without fetching this mode
+  computes exactly: the local PageRank of the domain; the estimate with F = the domain plus
+  the out-of-scope pages whose links the store does hold (the paper's §8: start F with the
+  pages a crawl already read); and the selector's first round over F's out-of-scope
+  frontier, i.e. the pages a global-estimate crawl would fetch next, with their scores. There
+  is no true global PageRank to measure against. Further rounds need those fetches.
+
+Nothing is written. The damping is the config's ``ranking.damping``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metadata import PageType
+from metadata.records import TYPE_CODES
+from ranking.global_domain import Subgraph, graph_out_links, simple_graph, subgraph_pagerank
+from ranking.global_estimate import EstimateParams, estimate_metrics, find_global_pagerank
+from ranking.global_select import resolve_selector, top_candidates
+from ranking.graph import LinkGraph
+from ranking.importance import direct_importance
+from ranking.sweep import SolverParams
+from xyro.app import App
+from xyro.errors import UsageError, XyroError
+from xyro.jobs.rank_job import load_edge_list
+from xyro.net.urls import Scope
+
+REFERENCE_TOL = 1e-12
+TOP_PAGES = 10
+
+
+@dataclass(frozen=True)
+class GlobalOptions:
+    """``extra``: the budget as a multiple of the domain's n; the selector, rounds and
+    out-degree of ``ranking.global_estimate.EstimateParams``."""
+
+    selector: str = "sc"
+    extra: float = 2.0
+    rounds: int = 50
+    degree: str = "within"
+
+    def params(self, n: int, damping: float) -> EstimateParams:
+        return EstimateParams(budget=int(round(self.extra * n)), rounds=self.rounds,
+                              degree=self.degree, damping=damping)
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    """``START:STOP`` (integers, 0 <= START < STOP) -> (START, STOP); ValueError otherwise."""
+    parts = text.split(":")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"{text!r} is not a range START:STOP of page ids (e.g. 1000:3000)")
+    start, stop = int(parts[0]), int(parts[1])
+    if start >= stop:
+        raise ValueError(f"{text!r} is empty: START must be below STOP")
+    return start, stop
+
+
+def estimate_edges(path: Path, local: tuple[int, int], options: GlobalOptions,
+                   damping: float) -> dict[str, Any]:
+    """FindGlobalPR on the edge list at ``path`` for the ids ``local``, measured against the
+    graph's global PageRank (module doc)."""
+    started = time.perf_counter()
+    graph = simple_graph(load_edge_list(path)[0])
+    start, stop = local
+    if stop > graph.n:
+        raise UsageError(f"--local {start}:{stop} reaches past the graph's {graph.n:,} pages "
+                         f"(ids 0 to {graph.n - 1}); give a range inside it")
+    n = stop - start
+    truth = direct_importance(graph, SolverParams(damping=damping, tol=REFERENCE_TOL,
+                                                  max_iter=5000), dangling="teleport").values
+    reference = truth[start:stop]
+    result = find_global_pagerank(np.arange(start, stop), graph_out_links(graph),
+                                  options.selector, options.params(n, damping),
+                                  reference=reference, kendall=True)
+    first, last = result.history[0], result.history[-1]
+    report: dict[str, Any] = {
+        "mode": "edges", "edges": str(path), "pages": graph.n, "links": graph.m,
+        "local_range": [start, stop], "local_pages": n, "selector": options.selector,
+        "out_degree": options.degree, "rounds": len(result.history) - 1,
+        "extra_pages": last.extra, "damping": damping,
+        "local_pr": first.metrics, "estimate": last.metrics}
+    if last.extra >= n:
+        report["estimate_after_n_extra"] = result.at_extra(n).metrics
+    report["gain_l1"] = (first.metrics["l1"] / last.metrics["l1"]
+                         if last.metrics["l1"] > 0 else math.inf)
+    report["top_pages"] = [{"id": start + int(i), "estimate": float(result.estimate[i]),
+                            "global": float(reference[i] / reference.sum())}
+                           for i in np.argsort(-result.estimate, kind="stable")[:TOP_PAGES]]
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def estimate_store(app: App, options: GlobalOptions) -> dict[str, Any]:
+    """What the stored graph allows without fetching (module doc)."""
+    started = time.perf_counter()
+    with app.open_store(read_only=True) as store:
+        exported = store.export_graph()
+        conn = store.read_connection()
+        try:
+            urls = dict(conn.execute("SELECT id, url FROM urls"))
+        finally:
+            conn.close()
+    cfg = app.config
+    scope = Scope(cfg.seeds, cfg.scope.allowed_domains, cfg.scope.denied_domains,
+                  cfg.scope.allow_patterns, cfg.scope.deny_patterns)
+    rows = np.arange(exported.n)
+    url_of = [urls.get(int(i) + 1, "") for i in rows]
+    in_scope = np.array([scope.check(u, 0, seed=False) is None for u in url_of], dtype=bool)
+    linked = np.isin(exported.types, [TYPE_CODES.index(PageType.HTML.value),
+                                      TYPE_CODES.index(PageType.XML.value)])
+    local = rows[in_scope & linked]
+    if local.size == 0:
+        raise XyroError(f"the database {app.database_path} holds no fetched page inside the "
+                        "configured scope, so there is no local domain to estimate: crawl "
+                        "first (`xyro crawl`), or estimate on an edge list with "
+                        "`xyro rank --global-estimate --edges FILE.npz --local START:STOP`")
+    graph = simple_graph(LinkGraph.from_csr(exported.indptr, exported.indices))
+    stored_outside = rows[~in_scope & linked]
+    domain = Subgraph(local, graph_out_links(graph))
+    n = domain.n_local
+    damping = cfg.ranking.damping
+    local_pr, _ = subgraph_pagerank(domain.view(options.degree, damping))
+    domain.add(stored_outside)
+    view = domain.view(options.degree, damping)
+    f, _ = subgraph_pagerank(view)
+    estimate = f[:n] / f[:n].sum()
+    scores = resolve_selector(options.selector)(view, f, np.random.default_rng(0))
+    outside = ~in_scope[view.candidates]
+    scores = np.where(outside, scores, -np.inf)  # in-scope unread pages are the crawl's
+    per_round = options.params(n, damping).round_sizes()
+    chosen = top_candidates(view, scores, int(per_round[0]) if len(per_round) else 0)
+    chosen = chosen[np.isfinite(scores[np.searchsorted(view.candidates, chosen)])]
+    score_of = dict(zip(view.candidates.tolist(), scores.tolist()))
+    return {
+        "mode": "database", "database": str(app.database_path), "selector": options.selector,
+        "out_degree": options.degree, "damping": damping, "local_pages": n,
+        "stored_out_of_scope_pages_with_links": int(stored_outside.size),
+        "frontier_out_of_scope_pages": int(outside.sum()),
+        "frontier_in_scope_unread_pages": int((~outside).sum()),
+        "estimate_change_from_local_pr_l1": estimate_metrics(estimate, local_pr,
+                                                             kendall=False)["l1"],
+        "budget_extra_pages": int(per_round.sum()), "rounds": len(per_round),
+        "computable_without_fetching": "the local PageRank, the estimate with the stored "
+        "out-of-scope pages, and the first round's selection; later rounds need the pages "
+        "selected to be fetched (their links are not in the store)",
+        "next_pages": [{"url": url_of[int(j)], "score": float(score_of[int(j)])}
+                       for j in chosen],
+        "top_pages": [{"url": url_of[int(local[i])], "estimate": float(estimate[i]),
+                       "local_pr": float(local_pr[i])}
+                      for i in np.argsort(-estimate, kind="stable")[:TOP_PAGES]],
+        "seconds": round(time.perf_counter() - started, 3)}
+
