@@ -256,9 +256,21 @@ class OpicConfig(_Section):
     focus: OpicFocusConfig = OpicFocusConfig()
 
 
+class GlobalEstimateConfig(_Section):
+    """The daemon's global PageRank estimate of a scoped warehouse (DESIGN.md §5, 001)."""
+
+    enabled: bool = False
+    extra_pages_per_local_page: float = Field(2.0, gt=0, le=100)
+    rounds: int = Field(50, ge=1, le=10_000)
+    selector: Literal["sc", "pf", "outlinks", "random"] = "sc"
+    out_degree: Literal["within", "all"] = "within"
+    check_interval_s: float = Field(300.0, gt=0)
+
+
 class RankingConfig(_Section):
     importance: Literal["pagerank", "opic"] = "pagerank"
     opic: OpicConfig = OpicConfig()
+    global_estimate: GlobalEstimateConfig = GlobalEstimateConfig()
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
     max_iter: int = Field(1000, ge=1)

@@ -32,8 +32,11 @@ from xyro.clock import unit_index
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
+from xyro.crawl.frontier import DISCOVERY
 from xyro.crawl.crawler import CrawlSummary
 from xyro.errors import XyroError
+from xyro.jobs.global_round import GlobalRounds
+from xyro.jobs.global_stored import config_scope
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
 from xyro.jobs.rank_run import rank_store
@@ -74,6 +77,7 @@ class Daemon:
         self.metrics = MetricsEndpoint(app.config.metrics)  # bound in run(): .port, .url
         self._summary = SummaryLine()
         self._due_this_unit: int | None = None
+        self._rounds: GlobalRounds | None = None  # the global PageRank estimate, if enabled
         self.last_summary: CrawlSummary | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -86,10 +90,12 @@ class Daemon:
             self._store = store
             self._parts = parts = build_crawler(self.app, store, budget=True)
             self.metrics.watch(parts.crawler, parts.writer, self.jobs)
+            self._rounds = self._global_rounds(store, parts)
             scheduler = self._scheduler()
             try:
-                resumed = restore_frontier(store, parts.crawler,
-                                           self.app.config.scope.allow_private_addresses)
+                resumed = restore_frontier(
+                    store, parts.crawler, self.app.config.scope.allow_private_addresses,
+                    self._rounds.state.pending_urls if self._rounds else frozenset())
                 seeded = self._add_seeds(self.app.config.seeds)
                 seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
@@ -108,7 +114,7 @@ class Daemon:
                 parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
                                            "stopped"))
                 parts.close()
-                self._parts = self._store = None
+                self._parts = self._store = self._rounds = None
         return self.last_summary.stop_reason if self.last_summary else "stopped"
 
     def snapshot(self) -> dict[str, Any] | None:
@@ -144,6 +150,10 @@ class Daemon:
                           seconds=max(1.0, unit_s / scale),
                           start_date=datetime.now(timezone.utc)
                           + timedelta(seconds=to_next + PLAN_AFTER_UNIT_START_S))
+        if self._rounds is not None:
+            scheduler.add_job(self._global_round_job, "interval", id="global-estimate",
+                              seconds=max(1.0, self.app.config.ranking.global_estimate
+                                          .check_interval_s / scale))
         scheduler.add_job(self._publication_job, "interval", id="publication",
                           seconds=max(1.0, self.app.config.publication.refresh_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
@@ -182,6 +192,37 @@ class Daemon:
         except Exception:  # a job failure must not stop the crawl
             log.exception("ranking failed")
             self.jobs.failed("rank", "failed")
+
+    def _global_rounds(self, store: MetadataStore, parts: CrawlParts) -> GlobalRounds | None:
+        """The global PageRank estimate's rounds (``ranking.global_estimate``), continuing
+        the saved ones; None when disabled."""
+        cfg = self.app.config
+        if not cfg.ranking.global_estimate.enabled:
+            return None
+        frontier = parts.crawler.frontier
+
+        def queue(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+            sub = frontier.submit(Source.GLOBAL_ESTIMATE, [u for _, u in pages], DISCOVERY)
+            refused = {offer.url for offer, _ in sub.refused}
+            return [p for p in pages if p[1] not in refused]
+
+        return GlobalRounds(cfg.ranking.global_estimate, cfg.ranking.damping,
+                            config_scope(cfg), store, queue, parts.writer.submit,
+                            self.app.clock)
+
+    def _global_round_job(self) -> None:
+        """One check of the global PageRank estimate (:mod:`xyro.jobs.global_round`)."""
+        if self._rounds is None or self.stop.is_set():
+            return
+        try:
+            state = self._rounds.step()
+            self.jobs.global_rounds(state.round, state.rounds, state.spent, state.budget)
+        except (XyroError, ValueError) as exc:
+            log.warning("global estimate round skipped: %s", exc)
+            self.jobs.failed("global_estimate", "skipped")
+        except Exception:  # a job failure must not stop the crawl
+            log.exception("global estimate round failed")
+            self.jobs.failed("global_estimate", "failed")
 
     def _plan_job(self) -> None:
         """Each time unit: estimate rates, re-file pages, and queue the due folder (§6).
