@@ -265,6 +265,7 @@ class GlobalEstimateConfig(_Section):
     selector: Literal["sc", "pf", "outlinks", "random"] = "sc"
     out_degree: Literal["within", "all"] = "within"
     check_interval_s: float = Field(300.0, gt=0)
+    importance: Literal["local", "global"] = "local"
 
 
 class RankingConfig(_Section):
@@ -278,6 +279,16 @@ class RankingConfig(_Section):
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
     schedule_s: float = Field(86400.0, gt=0)
     memory_budget_mb: int = Field(1024, ge=1)
+
+    @model_validator(mode="after")
+    def _one_importance_writer(self) -> RankingConfig:
+        if self.global_estimate.importance == "global" and self.importance == "opic":
+            raise PydanticCustomError("xyro_key", "{reason}", {
+                "key": "global_estimate", "reason": (
+                    "importance: global makes the estimate the importance of in-scope pages, "
+                    "but ranking.importance is opic, whose checkpoints write importance too; "
+                    "set ranking.importance: pagerank, or global_estimate.importance: local")})
+        return self
 
 
 class LoaderConfig(_Section):

@@ -39,6 +39,9 @@ FILE_CASES = [
      "ranking.global_estimate.out_degree", 3, "one of within, all"),
     ("ranking:\n  global_estimate:\n    budget: 3\n", "ranking.global_estimate.budget", 3,
      "unknown key"),
+    ("ranking:\n  importance: opic\n  global_estimate:\n    importance: global\n",
+     "ranking.global_estimate", 3, "but ranking.importance is opic, whose checkpoints write "
+     "importance too; set ranking.importance: pagerank, or global_estimate.importance: local"),
     ("crawler:\n  politeness:\n    robots_ttl_s: 90000\n",
      "crawler.politeness.robots_ttl_s", 3, "≤ 86400"),
     ("crawler:\n  politeness:\n    delay_s: .inf\n",

@@ -39,6 +39,7 @@ ranking:
     extra_pages_per_local_page: {extra}
     rounds: {rounds}
     check_interval_s: {unit}
+    importance: global
 storage:
   database: {tmp}/xyro.db
   warehouse_dir: {tmp}/w

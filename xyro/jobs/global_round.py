@@ -16,7 +16,10 @@ Each check (every ``ranking.global_estimate.check_interval_s``) does one of:
   frontier (``queue``: ``Source.GLOBAL_ESTIMATE`` at the discovery level, politeness and
   robots.txt as always; the crawler fetches them for their links alone, type ``outside``);
 - **finish** after the last round (or when no candidate is left), recording the last
-  estimate's L1 distance from local PageRank.
+  estimate's L1 distance from local PageRank. With ``importance: global`` the estimate then
+  becomes the importance of the in-scope pages, r_i = n·f_i (mean 1 over L, as the ranking
+  job's N·PR_i is over all pages, DESIGN.md §5), and :meth:`GlobalRounds.write_importance`
+  writes it again after every ranking run, which would overwrite it.
 
 The state (:class:`RoundState`) is saved in the store's ``state`` table after every change,
 through the writer and after the frontier's own records, so a restart continues the rounds:
@@ -30,12 +33,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from metadata import MetadataStore, SetState
+import numpy as np
+
+from metadata import MetadataStore, SetRanks, SetState
 from ranking.global_estimate import EstimateParams, estimate_metrics
 from xyro.clock import Clock
 from xyro.config import GlobalEstimateConfig
 from xyro.jobs.global_round_state import STATE_KEY, RoundState
-from xyro.jobs.global_stored import score_stored, stored_domain
+from xyro.jobs.global_stored import StoredDomain, StoredRound, score_stored, stored_domain
 from xyro.net.urls import Scope
 
 log = logging.getLogger(__name__)
@@ -61,10 +66,15 @@ class GlobalRounds:
         self._record = record
         self._clock = clock
         self.state = RoundState.from_stored(store.get_state(STATE_KEY))
+        # (URL ids, importance) of the in-scope pages once finished, with importance: global
+        self._importance: tuple[np.ndarray, np.ndarray] | None = None
 
     def step(self) -> RoundState:
         state = self.state
         if state.finished:
+            if self._global_importance and self._importance is None:  # after a restart
+                stored = stored_domain(self._store, self._scope)
+                self._keep_estimate(stored.local, self._score(stored).estimate)
             return state
         if state.pending:
             left = self._unfetched(state.pending)
@@ -82,21 +92,44 @@ class GlobalRounds:
             state = replace(state, budget=int(sizes.sum()), rounds=len(sizes))
             log.info("global estimate: the scope holds %d pages; %d extra pages in %d rounds",
                      n, state.budget, state.rounds)
-        scored = score_stored(stored, self._settings.selector, self._settings.out_degree,
-                              self._damping)
+        scored = self._score(stored)
         change = estimate_metrics(scored.estimate, scored.local_pr, kendall=False)["l1"]
         state = replace(state, estimate_change_l1=change)
         if state.round >= state.rounds or state.spent >= state.budget:
-            return self._finish(state, "all rounds done")
+            return self._finish(state, "all rounds done", stored.local, scored.estimate)
         k = min(int(self._round_sizes(state.local_pages)[state.round]),
                 state.budget - state.spent)
         queued = self._queue([(int(j) + 1, stored.urls[int(j)]) for j in scored.best(k)])
         if not queued:
-            return self._finish(state, "no out-of-scope page left to fetch")
+            return self._finish(state, "no out-of-scope page left to fetch", stored.local,
+                                scored.estimate)
         log.info("global estimate: round %d of %d queues %d out-of-scope pages",
                  state.round + 1, state.rounds, len(queued))
         return self._save(replace(state, round=state.round + 1,
                                   spent=state.spent + len(queued), pending=tuple(queued)))
+
+    def write_importance(self) -> bool:
+        """Write the estimate as the in-scope pages' importance again (after a ranking run);
+        False when there is none to write (not finished, or ``importance: local``)."""
+        if self._importance is None:
+            return False
+        ids, values = self._importance
+        self._record(SetRanks(ids, importance=values))
+        return True
+
+    @property
+    def _global_importance(self) -> bool:
+        return self._settings.importance == "global"
+
+    def _score(self, stored: StoredDomain) -> StoredRound:
+        return score_stored(stored, self._settings.selector, self._settings.out_degree,
+                            self._damping)
+
+    def _keep_estimate(self, local: np.ndarray, estimate: np.ndarray) -> None:
+        """With ``importance: global``: r_i = n·f_i for the in-scope pages, written now."""
+        if self._global_importance:
+            self._importance = (local + 1, estimate * len(local))  # node id = URL id - 1
+            self.write_importance()
 
     def _round_sizes(self, n: int) -> Any:
         params = EstimateParams(budget=int(round(self._settings.extra_pages_per_local_page * n)),
@@ -118,7 +151,9 @@ class GlobalRounds:
             conn.close()
         return tuple(p for p in pending if p[0] in waiting)
 
-    def _finish(self, state: RoundState, why: str) -> RoundState:
+    def _finish(self, state: RoundState, why: str, local: np.ndarray,
+                estimate: np.ndarray) -> RoundState:
+        self._keep_estimate(local, estimate)
         log.info("global estimate finished (%s): %d extra pages fetched in %d rounds; the "
                  "estimate is %.3g from local PageRank (L1)", why, state.spent, state.round,
                  state.estimate_change_l1 or 0.0)

@@ -183,6 +183,8 @@ class Daemon:
                                  check_stop=self._stop_check, flush=writer.flush)
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
+            if self._rounds is not None and self._rounds.write_importance():
+                log.info("in-scope pages keep the global PageRank estimate as importance")
             self.jobs.ranked(summary.report.seconds)
         except _Stopped:
             log.info("ranking interrupted: the daemon is stopping")
