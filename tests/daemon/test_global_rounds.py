@@ -106,6 +106,8 @@ def test_rounds_start_when_the_scope_settles_spend_the_budget_and_survive_a_rest
         # A restart: the saved state comes back, and the rounds go on from it.
         restarted = _rounds(store, writer, queued)
         assert restarted.state.round == 1 and len(restarted.state.pending) == 1
+        restarted.resume()                   # it was fetched since: nothing is offered
+        assert restarted.state.pending == () and len(queued) == 1
         state = restarted.step()
         assert (state.round, state.spent) == (2, 4) and len(queued) == 2
         _fetch_outside(writer, list(state.pending))
@@ -149,6 +151,30 @@ def test_a_finished_estimate_is_written_again_after_a_restart_only_when_global(
         assert again.step().finished and again.write_importance()
         writer.flush()
         assert sum(v or 0.0 for v in _importance(store).values()) == pytest.approx(6.0)
+    finally:
+        writer.close()
+
+
+def test_a_restart_forgets_pending_pages_the_admission_now_refuses(
+        store: MetadataStore) -> None:
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        queued: list[list[tuple[int, str]]] = []
+        rounds = _rounds(store, writer, queued)
+        rounds.step()
+        state = rounds.step()
+        assert state.round == 1 and len(state.pending) == 2
+        _fetch_outside(writer, list(state.pending[:1]))
+        writer.flush()
+        settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3)
+        refused: list[list[tuple[int, str]]] = []
+        restarted = GlobalRounds(settings, 0.85, SCOPE, store,
+                                 lambda pages: refused.append(pages) or [], writer.submit,
+                                 ManualClock(T0))
+        restarted.resume()
+        assert refused == [list(state.pending[1:])]   # the fetched one is not offered again
+        assert restarted.state.pending == () and restarted.state.round == 1
     finally:
         writer.close()
 

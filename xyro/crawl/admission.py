@@ -16,9 +16,9 @@ Which of them a producer passes depends on what it is (:data:`RULES`): the loade
 live on other hosts, so loader needs skip depth, suffix and scope but not the scheme and the
 trap shapes; publication sources (sitemaps, feeds) skip the suffix list and the host
 budget; the global PageRank estimate's out-of-scope pages skip scope and depth; seeds pass
-the scope's explicit domain lists, while the default "hosts of the
-seeds" cannot refuse a seed; refreshes and restored rows were counted against the host
-budget when they were first admitted. robots.txt is not checked here: it needs a fetch, and
+the scope's explicit domain lists, while the default "hosts of the seeds" cannot refuse a
+seed; refreshes and restored rows were counted against the host budget when they were
+first admitted. robots.txt is not checked here: it needs a fetch, and
 the frontier asks for it before any other request to an origin.
 
 A :class:`Refusal` is *lasting* when it belongs to the URL (its scheme, scope, shape, or its

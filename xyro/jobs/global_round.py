@@ -23,7 +23,8 @@ Each check (every ``ranking.global_estimate.check_interval_s``) does one of:
 
 The state (:class:`RoundState`) is saved in the store's ``state`` table after every change,
 through the writer and after the frontier's own records, so a restart continues the rounds:
-its pending URLs are restored as ``links`` items (``Frontier.restore(links_only=...)``).
+its pending URLs are restored as ``links`` items (``Frontier.restore(links_only=...)``)
+and offered once more (:meth:`GlobalRounds.resume`).
 """
 
 from __future__ import annotations
@@ -84,14 +85,10 @@ class GlobalRounds:
                 return self.state
             state = replace(state, pending=())
         stored = stored_domain(self._store, self._scope)
-        n = int(stored.local.size)
         if not state.started:
-            if n == 0 or n != state.local_pages:  # L still growing: look again next check
-                return self._save(replace(state, local_pages=n))
-            sizes = self._round_sizes(n)
-            state = replace(state, budget=int(sizes.sum()), rounds=len(sizes))
-            log.info("global estimate: the scope holds %d pages; %d extra pages in %d rounds",
-                     n, state.budget, state.rounds)
+            state = self._start(state, int(stored.local.size))
+            if not state.started:
+                return state
         scored = self._score(stored)
         change = estimate_metrics(scored.estimate, scored.local_pr, kendall=False)["l1"]
         state = replace(state, estimate_change_l1=change)
@@ -107,6 +104,25 @@ class GlobalRounds:
                  state.round + 1, state.rounds, len(queued))
         return self._save(replace(state, round=state.round + 1,
                                   spent=state.spent + len(queued), pending=tuple(queued)))
+
+    def resume(self) -> None:
+        """At start, once the frontier is restored: offer the pending pages not fetched yet
+        again (those restored are known, a lost one is queued again), and forget those the
+        admission now refuses, so that none can hold the rounds back for ever."""
+        pending = self._unfetched(self.state.pending) if self.state.pending else ()
+        if pending:
+            pending = tuple(self._queue(list(pending)))
+        if pending != self.state.pending:
+            self._save(replace(self.state, pending=pending))
+
+    def _start(self, state: RoundState, n: int) -> RoundState:
+        """Fix n and the budget when L did not grow since the last check; else note n."""
+        if n == 0 or n != state.local_pages:
+            return self._save(replace(state, local_pages=n))
+        sizes = self._round_sizes(n)
+        log.info("global estimate: the scope holds %d pages; %d extra pages in %d rounds",
+                 n, int(sizes.sum()), len(sizes))
+        return replace(state, budget=int(sizes.sum()), rounds=len(sizes))
 
     def write_importance(self) -> bool:
         """Write the estimate as the in-scope pages' importance again (after a ranking run);
@@ -132,8 +148,9 @@ class GlobalRounds:
             self.write_importance()
 
     def _round_sizes(self, n: int) -> Any:
-        params = EstimateParams(budget=int(round(self._settings.extra_pages_per_local_page * n)),
-                                rounds=self._settings.rounds)
+        # At least one page: a budget that rounds to 0 would never start the rounds.
+        budget = max(1, int(round(self._settings.extra_pages_per_local_page * n)))
+        params = EstimateParams(budget=budget, rounds=self._settings.rounds)
         return params.round_sizes()
 
     def _unfetched(self, pending: tuple[tuple[int, str], ...]) -> tuple[tuple[int, str], ...]:

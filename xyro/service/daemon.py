@@ -20,8 +20,8 @@ import json
 import logging
 import threading
 from datetime import datetime, timedelta, timezone
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -96,6 +96,8 @@ class Daemon:
                 resumed = restore_frontier(
                     store, parts.crawler, self.app.config.scope.allow_private_addresses,
                     self._rounds.state.pending_urls if self._rounds else frozenset())
+                if self._rounds is not None:
+                    self._rounds.resume()
                 seeded = self._add_seeds(self.app.config.seeds)
                 seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
@@ -177,23 +179,32 @@ class Daemon:
         if self.stop.is_set():  # fired while the daemon was stopping: not worth starting
             return
         log.info("ranking started")
-        try:
+        with self._job_outcome("rank", "ranking"):
             writer = self._parts.writer
-            summary = rank_store(self.app, self._store, writer.submit,
-                                 check_stop=self._stop_check, flush=writer.flush)
+            try:
+                summary = rank_store(self.app, self._store, writer.submit,
+                                     check_stop=self._stop_check, flush=writer.flush)
+            except _Stopped:
+                log.info("ranking interrupted: the daemon is stopping")
+                return
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
             if self._rounds is not None and self._rounds.write_importance():
                 log.info("in-scope pages keep the global PageRank estimate as importance")
             self.jobs.ranked(summary.report.seconds)
-        except _Stopped:
-            log.info("ranking interrupted: the daemon is stopping")
+
+    @contextmanager
+    def _job_outcome(self, job: str, what: str) -> Iterator[None]:
+        """A scheduled job's failure is logged and counted (``/metrics``), never raised: it
+        must not stop the crawl. ``job``: the metrics label; ``what``: its name in logs."""
+        try:
+            yield
         except (XyroError, ValueError) as exc:
-            log.warning("ranking skipped: %s", exc)
-            self.jobs.failed("rank", "skipped")
-        except Exception:  # a job failure must not stop the crawl
-            log.exception("ranking failed")
-            self.jobs.failed("rank", "failed")
+            log.warning("%s skipped: %s", what, exc)
+            self.jobs.failed(job, "skipped")
+        except Exception:
+            log.exception("%s failed", what)
+            self.jobs.failed(job, "failed")
 
     def _global_rounds(self, store: MetadataStore, parts: CrawlParts) -> GlobalRounds | None:
         """The global PageRank estimate's rounds (``ranking.global_estimate``), continuing
@@ -216,15 +227,9 @@ class Daemon:
         """One check of the global PageRank estimate (:mod:`xyro.jobs.global_round`)."""
         if self._rounds is None or self.stop.is_set():
             return
-        try:
+        with self._job_outcome("global_estimate", "global estimate round"):
             state = self._rounds.step()
             self.jobs.global_rounds(state.round, state.rounds, state.spent, state.budget)
-        except (XyroError, ValueError) as exc:
-            log.warning("global estimate round skipped: %s", exc)
-            self.jobs.failed("global_estimate", "skipped")
-        except Exception:  # a job failure must not stop the crawl
-            log.exception("global estimate round failed")
-            self.jobs.failed("global_estimate", "failed")
 
     def _plan_job(self) -> None:
         """Each time unit: estimate rates, re-file pages, and queue the due folder (§6).
