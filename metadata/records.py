@@ -50,6 +50,9 @@ class PageType(str, enum.Enum):
     #: deep, a trap...), so no path fetches it; the reason is an ``errors`` row of kind
     #: ``refused``. Admitted later (found at a smaller depth, seeded), it becomes unread.
     REFUSED = "refused"
+    #: Out of scope, fetched for its links alone by the global PageRank estimate (DESIGN.md
+    #: §5): its links are stored, its children never queued; no document, no refresh.
+    OUTSIDE = "outside"
 
 
 #: Integer code of each type in :attr:`Graph.types` (index into this tuple).

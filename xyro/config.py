@@ -256,9 +256,22 @@ class OpicConfig(_Section):
     focus: OpicFocusConfig = OpicFocusConfig()
 
 
+class GlobalEstimateConfig(_Section):
+    """The daemon's global PageRank estimate of a scoped warehouse (DESIGN.md §5, 001)."""
+
+    enabled: bool = False
+    extra_pages_per_local_page: float = Field(2.0, gt=0, le=100)
+    rounds: int = Field(50, ge=1, le=10_000)
+    selector: Literal["sc", "pf", "outlinks", "random"] = "sc"
+    out_degree: Literal["within", "all"] = "within"
+    check_interval_s: float = Field(300.0, gt=0)
+    importance: Literal["local", "global"] = "local"
+
+
 class RankingConfig(_Section):
     importance: Literal["pagerank", "opic"] = "pagerank"
     opic: OpicConfig = OpicConfig()
+    global_estimate: GlobalEstimateConfig = GlobalEstimateConfig()
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
     max_iter: int = Field(1000, ge=1)
@@ -266,6 +279,16 @@ class RankingConfig(_Section):
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
     schedule_s: float = Field(86400.0, gt=0)
     memory_budget_mb: int = Field(1024, ge=1)
+
+    @model_validator(mode="after")
+    def _one_importance_writer(self) -> RankingConfig:
+        if self.global_estimate.importance == "global" and self.importance == "opic":
+            raise PydanticCustomError("xyro_key", "{reason}", {
+                "key": "global_estimate", "reason": (
+                    "importance: global makes the estimate the importance of in-scope pages, "
+                    "but ranking.importance is opic, whose checkpoints write importance too; "
+                    "set ranking.importance: pagerank, or global_estimate.importance: local")})
+        return self
 
 
 class LoaderConfig(_Section):

@@ -17,6 +17,8 @@ from metadata import FetchRecord, JobRun, MetadataStore, PageType, SetState, Xml
 from xyro.cli import status as cli_status
 from xyro.cli import cli
 from xyro.cli.status_text import duration, format_report, number, render_status
+from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_KEY
+from xyro.jobs.global_round_state import RoundState
 
 if "status" not in cli.commands:
     cli_status.register(cli)
@@ -167,3 +169,28 @@ def test_status_of_a_fresh_database(tmp_path: Path) -> None:
     assert "URLs: 0 known on 0 host(s)" in text and "job runs: none yet" in text
     assert "live crawl: none published" in text and "errors: none recorded" in text
     assert "K            not computed yet" in text
+
+
+def test_status_shows_the_global_estimate_rounds(tmp_path: Path) -> None:
+    db = tmp_path / "xyro.db"
+    fill(db, planned=False)
+    state = RoundState(round=3, rounds=50, local_pages=1200, budget=2400, spent=144,
+                       pending=((7, "http://out.example/a"), (9, "http://out.example/b")),
+                       estimate_change_l1=0.0812, updated_at=DAY + 100)
+    with MetadataStore.open(db) as store, store.writer() as w:
+        w.submit(SetState(GLOBAL_KEY, state.to_json()))
+    config = tmp_path / "xyro.yaml"
+    config.write_text(f"storage:\n  database: {db}\n  warehouse_dir: {tmp_path / 'w'}\n")
+    site = {"config": config}
+    report = json.loads(run(site, "status", "--json").output)
+    assert report["global_estimate"]["spent"] == 144 and report["global_estimate"]["pending"] == 2
+    assert GLOBAL_KEY not in report["state"]
+    text = render_status(report, DAY + 160)
+    assert "global PageRank estimate: round 3 of 50, updated 2026-01-01T00:01:40Z, 1 min ago" in text
+    assert ("144 of a budget of 2,400 out-of-scope page(s) queued for their links; 2 of the "
+            "last round not fetched yet") in text
+    assert "0.0812 from local PageRank (L1" in text
+    report["global_estimate"].update(budget=0, local_pages=40)
+    assert "waiting for the scope to stop growing (40 in-scope" in render_status(report, DAY)
+    report["global_estimate"].update(budget=80, finished=True)
+    assert "global PageRank estimate: finished" in render_status(report, DAY)

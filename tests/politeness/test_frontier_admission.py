@@ -102,6 +102,10 @@ def fetch(frontier: Frontier, clock: ManualClock) -> FrontierItem:
     ("http://in.example/a", 0, Source.DISCOVERY, None),
     ("http://other.example/", 0, Source.SEED, None),      # a seed: the derived scope allows it
     ("http://other.example/d.dtd", 9, Source.LOADER, None),  # DTDs live elsewhere, any depth
+    # The global PageRank estimate's pages: out of scope, any depth; suffixes, traps hold.
+    ("http://other.example/p", 9, Source.GLOBAL_ESTIMATE, None),
+    ("http://other.example/a.png", 1, Source.GLOBAL_ESTIMATE, "suffix"),
+    ("http://other.example/x/y/x/y/x/y/", 1, Source.GLOBAL_ESTIMATE, "trap"),
 ])
 def test_one_admission_with_rules_per_source(clock: ManualClock, url: str, depth: int,
                                              source: Source, kind: str | None) -> None:
@@ -230,6 +234,46 @@ def test_restore_refuses_rows_the_configuration_no_longer_wants(
     assert after["http://other.example/"][0] == "refused"
     assert after["http://other.example/"][2] is None
     assert {u for u, r in after.items() if r[2] is not None} == {SEED, "http://dtd.example/d.dtd"}
+
+
+def test_an_out_of_scope_page_of_the_global_estimate_is_fetched_for_its_links_only(
+        clock: ManualClock, store: MetadataStore, writer: Writer) -> None:
+    """Queued as a ``links`` item at the discovery level; its completion stores its links
+    but queues none of them, even in-scope ones; a give-back and a restart keep it so."""
+    frontier = make_frontier(clock, writer)
+    outside = "http://other.example/hub"
+    assert frontier.submit(Source.DISCOVERY, [outside], DISCOVERY).refused  # not the crawl's
+    sub = frontier.submit(Source.GLOBAL_ESTIMATE, [outside], DISCOVERY)
+    assert [o.url for o in sub.queued] == [outside]
+    writer.flush()
+    assert table(store)[outside][0] == "unread" and table(store)[outside][2] == DISCOVERY
+    item = frontier.pop(clock.now())
+    assert item is not None and item.kind == "links"
+    frontier.done(item, now=clock.now())
+    frontier.give_back(item)                       # a stop cut its fetch short
+    item = frontier.pop(clock.now())
+    assert item is not None and item.kind == "links"
+    frontier.done(item, now=clock.now())
+    links = [("http://in.example/new", DISCOVERY), ("http://other.example/next", DISCOVERY)]
+    record = FetchRecord(outside, clock.now(), PageType.OUTSIDE, 200, b"md5",
+                         children=tuple(u for u, _ in links))
+    done = frontier.complete(item, record, links)
+    assert not done.queued and not done.refused and len(frontier) == 0
+    writer.flush()
+    rows = table(store)
+    assert rows[outside][0] == "outside" and rows[outside][2] is None
+    assert "http://in.example/new" in rows and rows["http://in.example/new"][2] is None
+    assert store.export_graph().m == 2                # its links are in the graph
+
+    # Persisted while queued, it comes back as a links item only when the rounds say so.
+    frontier.submit(Source.GLOBAL_ESTIMATE, ["http://other.example/next"], DISCOVERY)
+    writer.flush()
+    rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
+    assert make_frontier(clock, None).restore(rows, []) == 0
+    restarted = make_frontier(clock, None)
+    assert restarted.restore(rows, [], frozenset({"http://other.example/next"})) == 1
+    again = restarted.pop(clock.now())
+    assert again is not None and again.kind == "links"
 
 
 def test_offline_admission_is_the_same(clock: ManualClock) -> None:

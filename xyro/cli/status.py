@@ -20,6 +20,7 @@ import click
 
 from xyro.app import App
 from xyro.cli.status_text import iso, render_status
+from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_ROUNDS_KEY
 
 @click.command("status")
 @click.option("--json", "as_json", is_flag=True,
@@ -58,6 +59,10 @@ def status_report(app: App, raw: Mapping[str, Any], now: float) -> dict[str, Any
     live = decode_state(state.get("crawl.live"))
     if live is not None:
         out["live_crawl"] = live
+    rounds = decode_state(state.pop(GLOBAL_ROUNDS_KEY, None))
+    if rounds is not None:  # the pending URLs themselves are the frontier's to show
+        rounds["pending"] = len(rounds.get("pending") or ())
+        out["global_estimate"] = rounds
     out["state"] = state
     out["refresh"] = refresh_section(app, raw, state, out["job_runs"])
     out["generated_at"] = iso(now)

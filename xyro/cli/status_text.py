@@ -106,8 +106,8 @@ def render_status(report: Mapping[str, Any], now: float) -> str:
     """The ``xyro status`` text: one section per part of the system an operator checks."""
     blocks = [_header(report), _urls(report), _opic(report, now), _frontier(report),
               _live_crawl(report, now),
-              _last_crawl(report, now), _refresh(report, now), _errors(report, now),
-              _jobs(report, now)]
+              _last_crawl(report, now), _refresh(report, now), _global_estimate(report, now),
+              _errors(report, now), _jobs(report, now)]
     return "\n\n".join("\n".join(block) for block in blocks if block)
 
 
@@ -312,6 +312,31 @@ def _short(detail: str, url: str | None, limit: int = DETAIL_CHARS) -> str:
     if url and detail.startswith(f"{url}: "):
         detail = detail[len(url) + 2:]
     return detail if len(detail) <= limit else detail[:limit - 1] + "…"
+
+
+def _global_estimate(r: Mapping[str, Any], now: float) -> list[str]:
+    """The daemon's global PageRank estimate (``ranking.global_estimate``, DESIGN.md §5)."""
+    g = r.get("global_estimate")
+    if not isinstance(g, Mapping):
+        return []
+    budget = int(g.get("budget") or 0)
+    if g.get("finished"):
+        stage = "finished"
+    elif budget:
+        stage = f"round {g.get('round', 0)} of {g.get('rounds', 0)}"
+    else:
+        stage = (f"waiting for the scope to stop growing ({number(g.get('local_pages', 0))} "
+                 "in-scope page(s) with links at the last check)")
+    change = g.get("estimate_change_l1")
+    title = f"global PageRank estimate: {stage}, updated {ago(g.get('updated_at'), now)}"
+    return _section(title, [
+        ("local domain", f"{number(g.get('local_pages', 0))} in-scope page(s) with links (n)"),
+        ("extra pages", f"{number(g.get('spent', 0))} of a budget of {number(budget)} "
+                        f"out-of-scope page(s) queued for their links; "
+                        f"{number(g.get('pending', 0))} of the last round not fetched yet"),
+        ("estimate", "-" if change is None else
+                     f"{change:.3g} from local PageRank (L1, over the in-scope pages)"),
+    ])
 
 
 def _jobs(r: Mapping[str, Any], now: float) -> list[str]:

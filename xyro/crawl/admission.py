@@ -15,9 +15,10 @@ the configuration. The checks, in order (cheapest and most telling first):
 Which of them a producer passes depends on what it is (:data:`RULES`): the loader's DTDs
 live on other hosts, so loader needs skip depth, suffix and scope but not the scheme and the
 trap shapes; publication sources (sitemaps, feeds) skip the suffix list and the host
-budget; seeds pass the scope's explicit domain lists, while the default "hosts of the
-seeds" cannot refuse a seed; refreshes and restored rows were counted against the host
-budget when they were first admitted. robots.txt is not checked here: it needs a fetch, and
+budget; the global PageRank estimate's out-of-scope pages skip scope and depth; seeds pass
+the scope's explicit domain lists, while the default "hosts of the seeds" cannot refuse a
+seed; refreshes and restored rows were counted against the host budget when they were
+first admitted. robots.txt is not checked here: it needs a fetch, and
 the frontier asks for it before any other request to an origin.
 
 A :class:`Refusal` is *lasting* when it belongs to the URL (its scheme, scope, shape, or its
@@ -49,6 +50,7 @@ class Source(str, enum.Enum):
     RESTORE = "restore"      # persisted frontier rows read back at start
     SITEMAP = "sitemap"      # URLs listed by sitemaps and feeds
     PUBLICATION = "publication"  # sitemaps and feeds themselves (config, robots.txt, indexes)
+    GLOBAL_ESTIMATE = "global_estimate"  # out-of-scope pages fetched for their links alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,9 @@ RULES: dict[Source, Rules] = {
     Source.RESTORE: Rules(),
     # DTDs and entities live on other hosts and at any depth; the shape checks still hold.
     Source.LOADER: Rules(depth=False, suffix=False, scope=False),
+    # The global PageRank estimate's pages are out of scope by definition, at any depth,
+    # and a few per round; suffixes and trap shapes still hold (DESIGN.md §5).
+    Source.GLOBAL_ESTIMATE: Rules(depth=False, scope=False),
 }
 
 

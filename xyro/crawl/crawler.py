@@ -27,7 +27,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from metadata import FetchRecord, PageType, XmlVersion
@@ -37,7 +37,7 @@ from xyro.content.page import PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
-from xyro.crawl.frontier_queues import FrontierItem
+from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
 from xyro.crawl.redirects import Redirects
@@ -158,9 +158,11 @@ class Crawler:
         """The frontier's seen-set (every URL known to the crawl)."""
         return self.frontier.seen
 
-    def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str]) -> int:
-        """Rebuild the seen-set from every known URL and the frontier from persisted rows."""
-        return self.frontier.restore(rows, known_urls)
+    def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str],
+                links_only: frozenset[str] = frozenset()) -> int:
+        """Rebuild the seen-set from every known URL and the frontier from persisted rows
+        (``links_only``: :meth:`Frontier.restore`)."""
+        return self.frontier.restore(rows, known_urls, links_only)
 
     # -- running -------------------------------------------------------------------------
 
@@ -258,7 +260,7 @@ class Crawler:
             if item.kind == "disallowed":
                 self._unfetched(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
                 continue
-            if item.kind == "fetch":
+            if item.kind in PAGE_KINDS:
                 self._pages_dispatched += 1
                 if budget is not None:
                     budget.spend(item.priority)
@@ -312,6 +314,8 @@ class Crawler:
     def _process(self, item: FrontierItem) -> _Done:
         if item.kind == "robots":
             return _Done(item, self._fetch_robots(item.url, stop=self._stop), None)
+        if item.kind == "links":
+            return self._links_only(item)
         loader = self.loader
         if loader is not None and loader.wanted(item.url):
             # Unconditional: a 304 would leave the loader without the bytes it needs.
@@ -337,6 +341,20 @@ class Crawler:
             return _Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
                          publication=publication)
         return _Done(item, result, outcome, prior=prior, publication=publication)
+
+    def _links_only(self, item: FrontierItem) -> _Done:
+        """An out-of-scope page of the global PageRank estimate (DESIGN.md §5): a plain
+        fetch for its links alone. An HTML page keeps its links; an XML body is not loaded
+        (that would make it a warehouse document), so it keeps none. Either is recorded as
+        ``outside``: no document, no publication, no refresh."""
+        result = self._fetch(item.url, etag=None, last_modified=None, stop=self._stop)
+        outcome = analyse(result, None, self.settings.follow_nofollow,
+                          self.settings.max_url_length)
+        if outcome.page_type == PageType.HTML:
+            outcome = replace(outcome, page_type=PageType.OUTSIDE)
+        elif outcome.page_type in (PageType.XML, PageType.DTD):
+            outcome = PageOutcome(PageType.OUTSIDE, signature=outcome.signature)
+        return _Done(item, result, outcome)
 
     def _resume(self, held: Held) -> _Done:
         """Load a held document again (worker thread); errors become ERROR outcomes."""
@@ -423,7 +441,8 @@ class Crawler:
             etag=result.etag, children=tuple(c.url for c in outcome.children),
             error_kind=outcome.error_kind, error_detail=outcome.error_detail,
             content_type=result.content_type, size=len(result.body))
-        if self.opic is not None and not result.not_modified:
+        # An out-of-scope page (``links``) is no OPIC visit: it is outside the crawl's graph.
+        if self.opic is not None and not result.not_modified and item.kind != "links":
             # Before the links are queued, so they are filed under the cash just received.
             self.opic.opic.visit(item.url, record.children,
                                  [c.likely_xml for c in outcome.children])

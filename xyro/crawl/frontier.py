@@ -59,7 +59,7 @@ from metadata.records import Enqueue, FetchRecord, Op, Refuse
 from xyro.clock import Clock
 from xyro.crawl.admission import RULES, Admission, Refusal, Source
 from xyro.crawl.cash_queue import CashOf
-from xyro.crawl.frontier_queues import FrontierItem, FrontierQueues
+from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem, FrontierQueues
 from xyro.crawl.hosts import LEVELS, HostScheduler
 from xyro.crawl.seenset import SeenSet
 from xyro.net.robots import RobotsCache
@@ -201,12 +201,15 @@ class Frontier(FrontierQueues):
         """The end of ``item``'s fetch: admit its ``links`` ((url, priority) at the item's
         depth + 1) and hand the writer ONE record — the page, its links, the children
         queued, the children refused, and its own dequeue (kept queued if the URL was asked
-        for again meanwhile). ``done(item)`` comes first for fetched items."""
+        for again meanwhile). ``done(item)`` comes first for fetched items. A ``links``
+        item admits no children: its links, in the record, are graph only."""
         with self._journal:
             with self._lock:
                 now = self._clock.now()
                 self._close(item.url)
                 depth = item.depth + 1
+                if item.kind == "links":  # its links are graph only, never queued
+                    links = ()
                 sub = self._admit(source, (Offer(url, p, depth) for url, p in links), now)
                 enqueue = [(o.url, o.priority) for o in sub.queued]
                 again = self._again(item)
@@ -225,7 +228,8 @@ class Frontier(FrontierQueues):
         with self._journal:
             with self._lock:
                 self._close(item.url)
-                queued = self._push(replace(item, not_before=float(not_before), kind="fetch"),
+                kind = "links" if item.kind == "links" else "fetch"
+                queued = self._push(replace(item, not_before=float(not_before), kind=kind),
                                     self._clock.now())
                 again = self._queued.get(item.url)
                 ops = records([Offer(item.url, again.priority, again.depth, again.not_before)]
@@ -234,10 +238,13 @@ class Frontier(FrontierQueues):
             self._write(ops)
         return queued
 
-    def restore(self, rows: Iterable[tuple[str, int, int, float]], known: Iterable[str]) -> int:
+    def restore(self, rows: Iterable[tuple[str, int, int, float]], known: Iterable[str],
+                links_only: frozenset[str] = frozenset()) -> int:
         """Seen-set from every ``known`` URL, queue from persisted rows (url, priority,
         depth, not_before) through the admission (the configuration may have changed since
-        they were queued); refused rows leave the store's frontier. Returns rows queued."""
+        they were queued); refused rows leave the store's frontier. ``links_only``: URLs
+        the global PageRank estimate queued (admitted as its ``links`` items again).
+        Returns rows queued."""
         for url in known:
             self.seen.add(url)
         refused: list[tuple[Offer, Refusal]] = []
@@ -247,10 +254,12 @@ class Frontier(FrontierQueues):
                 now = self._clock.now()
                 for i, row in enumerate(rows):
                     offer = _row_offer(i, row)
-                    source = Source.LOADER if offer.priority == LOADER else Source.RESTORE
+                    source = (Source.LOADER if offer.priority == LOADER else
+                              Source.GLOBAL_ESTIMATE if offer.url in links_only else
+                              Source.RESTORE)
                     self.seen.add(offer.url)
                     refusal = self.admission.check(offer.url, offer.depth, source)
-                    item = None if refusal is not None else self._item(offer)
+                    item = None if refusal is not None else self._item(offer, source)
                     if item is None:
                         refused.append((offer, refusal or _no_host(offer.url)))
                     else:
@@ -293,7 +302,7 @@ class Frontier(FrontierQueues):
             else:
                 seen.add(url)
             refusal = admission.check(url, offer.depth, source)
-            item = None if refusal is not None else self._item(offer)
+            item = None if refusal is not None else self._item(offer, source)
             if item is None:
                 refused.append((offer, refusal or _no_host(url)))
             elif self._push(item, now):
@@ -302,14 +311,16 @@ class Frontier(FrontierQueues):
                 known += 1
         return Submitted(source, tuple(queued), tuple(refused), known)
 
-    def _item(self, offer: Offer) -> FrontierItem | None:
-        """The queue entry of ``offer``, or None for a URL without an http(s) host."""
+    def _item(self, offer: Offer, source: Source) -> FrontierItem | None:
+        """The queue entry of ``offer`` (a ``links`` item from the global PageRank
+        estimate), or None for a URL without an http(s) host."""
         try:
             host, origin = url_keys(offer.url)
         except ValueError:
             return None
         return FrontierItem(offer.url, offer.priority, offer.depth, host, origin,
-                            offer.not_before)
+                            offer.not_before,
+                            "links" if source is Source.GLOBAL_ESTIMATE else "fetch")
 
     def _holds(self, url: str) -> bool:
         return url in self._queued or url in self._in_progress or url in self._open
@@ -358,7 +369,7 @@ class Frontier(FrontierQueues):
         For a robots item this is :meth:`done` (the robots item comes back by itself).
         """
         self.done(item, retry_after_s, error, now, started_at)
-        if item.kind != "fetch":
+        if item.kind not in PAGE_KINDS:
             return False
         return self.give_back(item, not_before)
 

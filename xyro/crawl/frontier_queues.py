@@ -52,7 +52,12 @@ from xyro.crawl.hosts import LEVELS, HostScheduler, HostSlot
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import robots_url, url_keys
 
-ItemKind = Literal["fetch", "robots", "disallowed"]
+#: ``links``: an out-of-scope page fetched for its links alone (the global PageRank
+#: estimate, DESIGN.md §5); its fetch is a page fetch like ``fetch``.
+ItemKind = Literal["fetch", "links", "robots", "disallowed"]
+
+#: Kinds of items that fetch a page (the others are robots.txt, or no request at all).
+PAGE_KINDS = frozenset({"fetch", "links"})
 
 #: Levels of unread pages (discovery 3, background 4), ordered by OPIC cash when it runs.
 CASH_LEVELS = frozenset({3, 4})

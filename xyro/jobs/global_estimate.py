@@ -28,18 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from metadata import PageType
-from metadata.records import TYPE_CODES
-from ranking.global_domain import Subgraph, graph_out_links, simple_graph, subgraph_pagerank
+from ranking.global_domain import graph_out_links, simple_graph
 from ranking.global_estimate import EstimateParams, estimate_metrics, find_global_pagerank
-from ranking.global_select import resolve_selector, top_candidates
-from ranking.graph import LinkGraph
 from ranking.importance import direct_importance
 from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.errors import UsageError, XyroError
 from xyro.jobs.rank_job import load_edge_list
-from xyro.net.urls import Scope
+from xyro.jobs.global_stored import config_scope, score_stored, stored_domain
 
 REFERENCE_TOL = 1e-12
 TOP_PAGES = 10
@@ -109,43 +105,24 @@ def estimate_edges(path: Path, local: tuple[int, int], options: GlobalOptions,
 def estimate_store(app: App, options: GlobalOptions) -> dict[str, Any]:
     """What the stored graph allows without fetching (module doc)."""
     started = time.perf_counter()
-    with app.open_store(read_only=True) as store:
-        exported = store.export_graph()
-        conn = store.read_connection()
-        try:
-            urls = dict(conn.execute("SELECT id, url FROM urls"))
-        finally:
-            conn.close()
     cfg = app.config
-    scope = Scope(cfg.seeds, cfg.scope.allowed_domains, cfg.scope.denied_domains,
-                  cfg.scope.allow_patterns, cfg.scope.deny_patterns)
-    rows = np.arange(exported.n)
-    url_of = [urls.get(int(i) + 1, "") for i in rows]
-    in_scope = np.array([scope.check(u, 0, seed=False) is None for u in url_of], dtype=bool)
-    linked = np.isin(exported.types, [TYPE_CODES.index(PageType.HTML.value),
-                                      TYPE_CODES.index(PageType.XML.value)])
-    local = rows[in_scope & linked]
+    with app.open_store(read_only=True) as store:
+        stored = stored_domain(store, config_scope(cfg))
+    local, stored_outside, url_of = stored.local, stored.outside, stored.urls
+    in_scope = stored.in_scope
     if local.size == 0:
         raise XyroError(f"the database {app.database_path} holds no fetched page inside the "
                         "configured scope, so there is no local domain to estimate: crawl "
                         "first (`xyro crawl`), or estimate on an edge list with "
                         "`xyro rank --global-estimate --edges FILE.npz --local START:STOP`")
-    graph = simple_graph(LinkGraph.from_csr(exported.indptr, exported.indices))
-    stored_outside = rows[~in_scope & linked]
-    domain = Subgraph(local, graph_out_links(graph))
-    n = domain.n_local
     damping = cfg.ranking.damping
-    local_pr, _ = subgraph_pagerank(domain.view(options.degree, damping))
-    domain.add(stored_outside)
-    view = domain.view(options.degree, damping)
-    f, _ = subgraph_pagerank(view)
-    estimate = f[:n] / f[:n].sum()
-    scores = resolve_selector(options.selector)(view, f, np.random.default_rng(0))
+    scored = score_stored(stored, options.selector, options.degree, damping)
+    local_pr, estimate, view, scores = (scored.local_pr, scored.estimate, scored.view,
+                                        scored.scores)
+    n = len(local)
     outside = ~in_scope[view.candidates]
-    scores = np.where(outside, scores, -np.inf)  # in-scope unread pages are the crawl's
     per_round = options.params(n, damping).round_sizes()
-    chosen = top_candidates(view, scores, int(per_round[0]) if len(per_round) else 0)
-    chosen = chosen[np.isfinite(scores[np.searchsorted(view.candidates, chosen)])]
+    chosen = scored.best(int(per_round[0]) if len(per_round) else 0)
     score_of = dict(zip(view.candidates.tolist(), scores.tolist()))
     return {
         "mode": "database", "database": str(app.database_path), "selector": options.selector,

@@ -106,8 +106,10 @@ def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None
                 "already; %s", store.path, hint)
 
 
-def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True) -> int:
+def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True,
+                     links_only: frozenset[str] = frozenset()) -> int:
     """Seen-set from every known URL, frontier from the persisted rows; returns rows queued.
+    ``links_only``: the URLs the global PageRank estimate queued (restored as its own).
 
     With ``allow_private`` off, queued URLs on private or loopback IP literals (what a demo
     leaves behind) are named in one warning: each would otherwise end silently as an
@@ -116,7 +118,7 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     conn = store.read_connection()
     try:
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-        restored = crawler.restore(rows, crawl_queries.known_urls(conn))
+        restored = crawler.restore(rows, crawl_queries.known_urls(conn), links_only)
     finally:
         conn.close()
     if not allow_private:

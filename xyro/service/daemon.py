@@ -20,8 +20,8 @@ import json
 import logging
 import threading
 from datetime import datetime, timedelta, timezone
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -32,8 +32,11 @@ from xyro.clock import unit_index
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
+from xyro.crawl.frontier import DISCOVERY
 from xyro.crawl.crawler import CrawlSummary
 from xyro.errors import XyroError
+from xyro.jobs.global_round import GlobalRounds
+from xyro.jobs.global_stored import config_scope
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
 from xyro.jobs.rank_run import rank_store
@@ -74,6 +77,7 @@ class Daemon:
         self.metrics = MetricsEndpoint(app.config.metrics)  # bound in run(): .port, .url
         self._summary = SummaryLine()
         self._due_this_unit: int | None = None
+        self._rounds: GlobalRounds | None = None  # the global PageRank estimate, if enabled
         self.last_summary: CrawlSummary | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -86,10 +90,14 @@ class Daemon:
             self._store = store
             self._parts = parts = build_crawler(self.app, store, budget=True)
             self.metrics.watch(parts.crawler, parts.writer, self.jobs)
+            self._rounds = self._global_rounds(store, parts)
             scheduler = self._scheduler()
             try:
-                resumed = restore_frontier(store, parts.crawler,
-                                           self.app.config.scope.allow_private_addresses)
+                resumed = restore_frontier(
+                    store, parts.crawler, self.app.config.scope.allow_private_addresses,
+                    self._rounds.state.pending_urls if self._rounds else frozenset())
+                if self._rounds is not None:
+                    self._rounds.resume()
                 seeded = self._add_seeds(self.app.config.seeds)
                 seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
@@ -108,7 +116,7 @@ class Daemon:
                 parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
                                            "stopped"))
                 parts.close()
-                self._parts = self._store = None
+                self._parts = self._store = self._rounds = None
         return self.last_summary.stop_reason if self.last_summary else "stopped"
 
     def snapshot(self) -> dict[str, Any] | None:
@@ -144,6 +152,10 @@ class Daemon:
                           seconds=max(1.0, unit_s / scale),
                           start_date=datetime.now(timezone.utc)
                           + timedelta(seconds=to_next + PLAN_AFTER_UNIT_START_S))
+        if self._rounds is not None:
+            scheduler.add_job(self._global_round_job, "interval", id="global-estimate",
+                              seconds=max(1.0, self.app.config.ranking.global_estimate
+                                          .check_interval_s / scale))
         scheduler.add_job(self._publication_job, "interval", id="publication",
                           seconds=max(1.0, self.app.config.publication.refresh_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
@@ -167,21 +179,57 @@ class Daemon:
         if self.stop.is_set():  # fired while the daemon was stopping: not worth starting
             return
         log.info("ranking started")
-        try:
+        with self._job_outcome("rank", "ranking"):
             writer = self._parts.writer
-            summary = rank_store(self.app, self._store, writer.submit,
-                                 check_stop=self._stop_check, flush=writer.flush)
+            try:
+                summary = rank_store(self.app, self._store, writer.submit,
+                                     check_stop=self._stop_check, flush=writer.flush)
+            except _Stopped:
+                log.info("ranking interrupted: the daemon is stopping")
+                return
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
+            if self._rounds is not None and self._rounds.write_importance():
+                log.info("in-scope pages keep the global PageRank estimate as importance")
             self.jobs.ranked(summary.report.seconds)
-        except _Stopped:
-            log.info("ranking interrupted: the daemon is stopping")
+
+    @contextmanager
+    def _job_outcome(self, job: str, what: str) -> Iterator[None]:
+        """A scheduled job's failure is logged and counted (``/metrics``), never raised: it
+        must not stop the crawl. ``job``: the metrics label; ``what``: its name in logs."""
+        try:
+            yield
         except (XyroError, ValueError) as exc:
-            log.warning("ranking skipped: %s", exc)
-            self.jobs.failed("rank", "skipped")
-        except Exception:  # a job failure must not stop the crawl
-            log.exception("ranking failed")
-            self.jobs.failed("rank", "failed")
+            log.warning("%s skipped: %s", what, exc)
+            self.jobs.failed(job, "skipped")
+        except Exception:
+            log.exception("%s failed", what)
+            self.jobs.failed(job, "failed")
+
+    def _global_rounds(self, store: MetadataStore, parts: CrawlParts) -> GlobalRounds | None:
+        """The global PageRank estimate's rounds (``ranking.global_estimate``), continuing
+        the saved ones; None when disabled."""
+        cfg = self.app.config
+        if not cfg.ranking.global_estimate.enabled:
+            return None
+        frontier = parts.crawler.frontier
+
+        def queue(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+            sub = frontier.submit(Source.GLOBAL_ESTIMATE, [u for _, u in pages], DISCOVERY)
+            refused = {offer.url for offer, _ in sub.refused}
+            return [p for p in pages if p[1] not in refused]
+
+        return GlobalRounds(cfg.ranking.global_estimate, cfg.ranking.damping,
+                            config_scope(cfg), store, queue, parts.writer.submit,
+                            self.app.clock)
+
+    def _global_round_job(self) -> None:
+        """One check of the global PageRank estimate (:mod:`xyro.jobs.global_round`)."""
+        if self._rounds is None or self.stop.is_set():
+            return
+        with self._job_outcome("global_estimate", "global estimate round"):
+            state = self._rounds.step()
+            self.jobs.global_rounds(state.round, state.rounds, state.spent, state.budget)
 
     def _plan_job(self) -> None:
         """Each time unit: estimate rates, re-file pages, and queue the due folder (§6).

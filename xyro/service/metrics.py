@@ -55,6 +55,7 @@ class JobFigures:
         self._runs: Counter[tuple[str, str]] = Counter()
         self._unit: UnitFigures | None = None
         self._rank_seconds: float | None = None
+        self._rounds: tuple[int, int, int, int] | None = None
 
     def planned(self, figures: UnitFigures | None) -> None:
         """A planner run finished (DESIGN.md §6): its unit's due/deferred pages and Ω(G)."""
@@ -67,6 +68,16 @@ class JobFigures:
         with self._lock:
             self._runs["rank", "ok"] += 1
             self._rank_seconds = seconds
+
+    def global_rounds(self, done: int, total: int, spent: int, budget: int) -> None:
+        """The global PageRank estimate's progress: rounds done of ``total``, extra pages
+        queued of ``budget`` (DESIGN.md §5)."""
+        with self._lock:
+            self._rounds = (done, total, spent, budget)
+
+    def global_view(self) -> tuple[int, int, int, int] | None:
+        with self._lock:
+            return self._rounds
 
     def failed(self, job: str, outcome: str) -> None:
         """A ``plan`` or ``rank`` run ended ``skipped`` or ``failed``."""
@@ -103,6 +114,7 @@ class CrawlCollector:
             yield from _writer_metrics(writer.stats)
         if jobs is not None:
             yield from _job_metrics(*jobs.view())
+            yield from _global_metrics(jobs.global_view())
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
@@ -233,6 +245,20 @@ def _job_metrics(runs: dict[tuple[str, str], int], unit: UnitFigures | None,
                  "plan with its interval clamps.", unit.omega_plan)
     yield _gauge("xyro_plan_job_duration_seconds", "Seconds the last planner run took.",
                  unit.seconds)
+
+
+def _global_metrics(rounds: tuple[int, int, int, int] | None) -> Iterator[Metric]:
+    if rounds is None:
+        return
+    done, total, spent, budget = rounds
+    yield _gauge("xyro_global_estimate_rounds_done", "Rounds of the global PageRank "
+                 "estimate whose pages were queued.", done)
+    yield _gauge("xyro_global_estimate_rounds", "Rounds the global PageRank estimate "
+                 "plans (0 until the scope settles).", total)
+    yield _gauge("xyro_global_estimate_extra_pages", "Out-of-scope pages the global "
+                 "PageRank estimate queued for their links.", spent)
+    yield _gauge("xyro_global_estimate_budget_pages", "Out-of-scope pages the global "
+                 "PageRank estimate may fetch.", budget)
 
 
 class MetricsEndpoint:

@@ -1,0 +1,132 @@
+"""The daemon's global PageRank estimate (DESIGN.md §5) on the synthetic web, scoped to two of
+its six hosts: the extra fetches stay within the budget, obey politeness, store no
+out-of-scope document and queue none of their links, and a restart continues the rounds."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from xyro.app import App
+from xyro.clock import AcceleratedClock, WallClock
+from xyro.config_load import load_config
+from xyro.jobs.global_round import STATE_KEY, RoundState
+from xyro.service.daemon import Daemon
+from xyro.service.demo import audit, demo_config
+from xyro.service.sdnotify import Notifier
+from xyro.synthweb.site import RESOURCES
+from xyro.synthweb.spec import WebSpec
+from xyro.synthweb.web import SyntheticWeb
+
+SPEED = 60.0
+UNIT_S = 120.0  # simulated seconds: two real seconds
+SPEC = WebSpec(seed=5, n_hosts=6, n_pages=300, hostile=frozenset(), crawl_delay_share=0.0)
+IN_SCOPE = (0, 1)  # host indexes the scope keeps
+EXTRA = 1.0        # extra pages per in-scope page
+ROUNDS = 4
+CONFIG = """
+scope:
+  allowed_domains: [{domains}]
+crawler:
+  politeness:
+    delay_s: 2
+ranking:
+  global_estimate:
+    enabled: true
+    extra_pages_per_local_page: {extra}
+    rounds: {rounds}
+    check_interval_s: {unit}
+    importance: global
+storage:
+  database: {tmp}/xyro.db
+  warehouse_dir: {tmp}/w
+"""
+
+
+def _run_until(daemon: Daemon, done: Callable[[RoundState], bool], max_seconds: float) -> None:
+    """Run ``daemon`` until ``done`` holds for its round state (or ``max_seconds`` of clock)."""
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(0.1):
+            rounds = daemon._rounds
+            if rounds is not None and done(rounds.state):
+                daemon.stop.set()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        daemon.run(None, max_seconds)
+    finally:
+        finished.set()
+        watcher.join(timeout=5.0)
+
+
+def _saved_state(db: Path) -> RoundState:
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT value FROM state WHERE key = ?", (STATE_KEY,)).fetchone()
+    finally:
+        conn.close()
+    assert row is not None
+    return RoundState.from_stored(json.loads(row[0]))
+
+
+def test_rounds_fetch_within_budget_politely_keep_links_only_and_survive_a_restart(
+        tmp_path: Path) -> None:
+    clock = AcceleratedClock(WallClock().now(), SPEED)
+    with SyntheticWeb(SPEC, clock) as web:
+        domains = [web.host_name(h) for h in IN_SCOPE]
+        path = tmp_path / "xyro.yaml"
+        path.write_text(CONFIG.format(domains=", ".join(domains), extra=EXTRA, rounds=ROUNDS,
+                                      unit=UNIT_S, tmp=tmp_path))
+        cfg = demo_config(App(load_config(path, {})), web.seeds, UNIT_S, 200)
+        app = App(cfg, clock)
+        db = Path(cfg.storage.database)
+
+        # First run: stopped once two rounds are queued.
+        _run_until(Daemon(app, Notifier("")), lambda s: s.round >= 2, 40 * UNIT_S)
+        first = _saved_state(db)
+        assert first.started and 2 <= first.round < ROUNDS and not first.finished, first
+        assert first.budget == round(EXTRA * first.local_pages) and first.rounds == ROUNDS
+
+        # Second run: continues from the saved rounds to the end.
+        second_daemon = Daemon(app, Notifier(""))
+        _run_until(second_daemon, lambda s: s.finished, 40 * UNIT_S)
+        last = _saved_state(db)
+        report = audit(web, cfg.crawler.politeness.delay_s)
+        requests = web.log.requests()
+        outside_hosts = {web.host_name(h.index) for h in web.model.hosts} - set(domains)
+
+    assert last.finished and last.round == ROUNDS, last
+    assert (last.budget, last.local_pages) == (first.budget, first.local_pages)
+    assert first.spent <= last.spent <= last.budget and not last.pending
+    assert not report.politeness_violations and not report.disallowed_fetched
+
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT id, url, type FROM urls").fetchall()
+    versions = {r[0] for r in conn.execute("SELECT url_id FROM xml_versions")}
+    conn.close()
+
+    def host(url: str) -> str:
+        return url.split("//", 1)[1].split(":", 1)[0].split("/", 1)[0]
+
+    out = [(i, u, t) for i, u, t in rows if host(u) in outside_hosts]
+    fetched = [r for r in out if r[2] == "outside"]
+    # Within budget: every extra page the web served was queued by a round.
+    assert 0 < len(fetched) <= last.spent <= last.budget
+    served = {r.url for r in requests}
+    assert all(u in served for _, u, _ in fetched)
+    # Links only: no out-of-scope document in the warehouse, none stored as a page of the
+    # warehouse (html/xml), and no out-of-scope URL fetched that no round asked for (their
+    # children are never queued): every out-of-scope page request is one of the rounds'.
+    assert not any(t in ("html", "xml") for _, _, t in out), out
+    assert not versions & {i for i, _, _ in out}
+    asked = {u for _, u, t in out if t in ("outside", "error")}
+    outside_requests = [r for r in requests if host(r.url) in outside_hosts
+                        and r.target.split("?", 1)[0] not in ("/robots.txt", *RESOURCES)]
+    assert {r.url for r in outside_requests} <= asked

@@ -1,0 +1,194 @@
+"""The rounds of the daemon's global PageRank estimate (xyro/jobs/global_round.py) over a real
+store: they start once the scope stops growing, queue the selector's best out-of-scope pages
+within the budget, wait for them, survive a restart, and with ``importance: global`` leave
+the estimate as the in-scope pages' importance. The fetches are the writer's records of
+what the crawler would store (type ``outside``), so each step is exact and fast; the daemon
+test on the synthetic web (test_daemon_global_estimate.py) covers the real fetching."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metadata import FetchRecord, MetadataStore, PageType
+from metadata.writer import Writer
+from xyro.clock import ManualClock
+from xyro.config import GlobalEstimateConfig
+from xyro.jobs.global_round import GlobalRounds
+from xyro.jobs.global_round_state import STATE_KEY, RoundState
+from xyro.jobs.global_stored import score_stored, stored_domain
+from xyro.net.urls import Scope
+
+T0 = 1_700_000_000.0
+SCOPE = Scope(["http://in.example/"])
+IN = [f"http://in.example/{i}" for i in range(6)]
+OUT = [f"http://out{h}.example/{i}" for h in range(3) for i in range(4)]
+
+
+def _md5(text: str) -> bytes:
+    return hashlib.md5(text.encode()).digest()
+
+
+def _out_links(url: str) -> tuple[str, ...]:
+    """An out-of-scope page links to two in-scope pages and to the next out-of-scope page."""
+    i = OUT.index(url)
+    return (IN[i % 3], IN[(i + 1) % 3], OUT[(i + 1) % len(OUT)])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MetadataStore]:
+    with MetadataStore.open(tmp_path / "x.db") as s:
+        yield s
+
+
+def _fetch_in_scope(writer: Writer, pages: list[str]) -> None:
+    """In-scope pages in a ring, each also linking to two out-of-scope pages."""
+    for i, url in enumerate(pages):
+        children = (IN[(i + 1) % len(pages)], OUT[(2 * i) % len(OUT)],
+                    OUT[(2 * i + 5) % len(OUT)])
+        writer.submit(FetchRecord(url, T0 + i, PageType.HTML, 200, _md5(url),
+                                  children=children))
+    writer.flush()
+
+
+def _fetch_outside(writer: Writer, pages: list[tuple[int, str]]) -> None:
+    for _, url in pages:
+        writer.submit(FetchRecord(url, T0 + 100, PageType.OUTSIDE, 200, _md5(url),
+                                  children=_out_links(url)))
+    writer.flush()
+
+
+def _rounds(store: MetadataStore, writer: Writer, queued: list[list[tuple[int, str]]],
+            importance: str = "global") -> GlobalRounds:
+    settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3,
+                                    importance=importance)
+
+    def queue(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        queued.append(pages)
+        return pages
+
+    return GlobalRounds(settings, 0.85, SCOPE, store, queue, writer.submit, ManualClock(T0))
+
+
+def _importance(store: MetadataStore) -> dict[str, float | None]:
+    conn = sqlite3.connect(store.path)
+    try:
+        return dict(conn.execute("SELECT url, importance FROM urls"))
+    finally:
+        conn.close()
+
+
+def test_rounds_start_when_the_scope_settles_spend_the_budget_and_survive_a_restart(
+        store: MetadataStore) -> None:
+    queued: list[list[tuple[int, str]]] = []
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN[:4])
+        rounds = _rounds(store, writer, queued)
+        assert rounds.step().local_pages == 4 and not rounds.state.started
+        _fetch_in_scope(writer, IN)          # the scope grew: still waiting
+        assert rounds.step().local_pages == 6 and not queued
+        state = rounds.step()                # unchanged since the last check: round 1
+        assert (state.round, state.rounds, state.budget, state.spent) == (1, 3, 6, 2)
+        assert [url for _, url in state.pending] == [url for _, url in queued[0]]
+        assert all(url.startswith("http://out") for _, url in queued[0])
+        assert rounds.step() == state        # its pages are not fetched yet
+        _fetch_outside(writer, queued[0][:1])
+        assert len(rounds.step().pending) == 1
+        _fetch_outside(writer, queued[0][1:])
+        writer.flush()
+
+        # A restart: the saved state comes back, and the rounds go on from it.
+        restarted = _rounds(store, writer, queued)
+        assert restarted.state.round == 1 and len(restarted.state.pending) == 1
+        restarted.resume()                   # it was fetched since: nothing is offered
+        assert restarted.state.pending == () and len(queued) == 1
+        state = restarted.step()
+        assert (state.round, state.spent) == (2, 4) and len(queued) == 2
+        _fetch_outside(writer, list(state.pending))
+        state = restarted.step()
+        assert (state.round, state.spent) == (3, 6)
+        _fetch_outside(writer, list(state.pending))
+        state = restarted.step()
+        writer.flush()
+        assert state.finished and state.spent == state.budget == 6
+        fetched = [u for p in queued for _, u in p]
+        assert len(fetched) == len(set(fetched)) == 6     # no page chosen twice
+        assert RoundState.from_stored(store.get_state(STATE_KEY)) == state
+    finally:
+        writer.close()
+
+    # importance: global -> r_i = n·f_i over the in-scope pages (mean 1), out-of-scope untouched
+    stored = stored_domain(store, SCOPE)
+    expected = score_stored(stored, "sc", "within", 0.85).estimate * len(stored.local)
+    importance = _importance(store)
+    got = np.array([importance[stored.urls[int(j)]] for j in stored.local])
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert got.sum() == pytest.approx(6.0)
+    assert all(importance[u] is None for u in fetched)
+
+
+def test_a_finished_estimate_is_written_again_after_a_restart_only_when_global(
+        store: MetadataStore) -> None:
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        queued: list[list[tuple[int, str]]] = []
+        rounds = _rounds(store, writer, queued, importance="local")
+        while not rounds.step().finished:
+            if rounds.state.pending:
+                _fetch_outside(writer, list(rounds.state.pending))
+        writer.flush()
+        assert not rounds.write_importance()
+        assert all(v is None for v in _importance(store).values())
+        again = _rounds(store, writer, queued, importance="global")
+        assert not again.write_importance()   # nothing computed yet in this process
+        assert again.step().finished and again.write_importance()
+        writer.flush()
+        assert sum(v or 0.0 for v in _importance(store).values()) == pytest.approx(6.0)
+    finally:
+        writer.close()
+
+
+def test_a_restart_forgets_pending_pages_the_admission_now_refuses(
+        store: MetadataStore) -> None:
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        queued: list[list[tuple[int, str]]] = []
+        rounds = _rounds(store, writer, queued)
+        rounds.step()
+        state = rounds.step()
+        assert state.round == 1 and len(state.pending) == 2
+        _fetch_outside(writer, list(state.pending[:1]))
+        writer.flush()
+        settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3)
+        refused: list[list[tuple[int, str]]] = []
+        restarted = GlobalRounds(settings, 0.85, SCOPE, store,
+                                 lambda pages: refused.append(pages) or [], writer.submit,
+                                 ManualClock(T0))
+        restarted.resume()
+        assert refused == [list(state.pending[1:])]   # the fetched one is not offered again
+        assert restarted.state.pending == () and restarted.state.round == 1
+    finally:
+        writer.close()
+
+
+def test_the_state_survives_its_json() -> None:
+    state = RoundState(round=2, rounds=4, local_pages=85, budget=85, spent=42,
+                       pending=((7, "http://a.example/x"),), estimate_change_l1=0.25,
+                       updated_at=1.5)
+    assert RoundState.from_stored(state.to_json()) == state
+    assert RoundState.from_stored(None) == RoundState() and not RoundState().started
+    assert state.started and state.pending_urls == frozenset({"http://a.example/x"})
+
+
+@pytest.mark.parametrize("value", ['{"round": 1, "colour": 2}', '{"pending": [[1]]}', '[1]'])
+def test_a_saved_row_that_is_no_round_state_is_named(value: str) -> None:
+    with pytest.raises(ValueError, match=f"{STATE_KEY}.*delete that row of the state table"):
+        RoundState.from_stored(value)
