@@ -84,7 +84,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
                      check_stop: StopCheck | None = None) -> CombinedResult:
     """Both rankings over the slices; raises ConvergenceError after ``max_iter`` sweeps."""
     check_dangling(dangling)
-    mask = _mask(xml_mask, store.n)
+    mask = checked_mask(xml_mask, store.n)
     has_xml = bool(mask.any())
     started = time.perf_counter()
     c, n = params.damping, store.n
@@ -142,7 +142,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))
 
 
-def _mask(xml_mask: object, n: int) -> np.ndarray:
+def checked_mask(xml_mask: object, n: int) -> np.ndarray:
     """The XML mask as bool[n]; unlike the in-memory interest, it may mark no page."""
     mask = np.asarray(xml_mask)
     if mask.shape != (n,):

@@ -24,6 +24,7 @@ Jacobi across workers).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,8 +44,10 @@ class SliceLinks:
     out_idx: np.ndarray
 
     @classmethod
-    def load(cls, store: SliceStore, k: int) -> SliceLinks:
-        return cls(int(store.bounds[k]), *store.load(k))
+    def load(cls, store: SliceStore, k: int,
+             into: Callable[[str, str, int], np.ndarray] | None = None) -> SliceLinks:
+        """Slice k of ``store`` (``into``: buffers to read it into, ``SliceStore.load``)."""
+        return cls(int(store.bounds[k]), *store.load(k, into))
 
     @property
     def rows(self) -> int:
