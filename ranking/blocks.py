@@ -139,11 +139,13 @@ class BlockStep:
 
 @dataclass(frozen=True)
 class BlockRanking:
-    """The result, the blocks and what each sweep cost (seconds, bytes of files)."""
+    """The result, the blocks and what each sweep cost: its wall time, the longest of its
+    tasks' own times (the rest is the engine's), the bytes of files read and written."""
 
     result: CombinedResult
     blocks: tuple[tuple[int, int], ...]
     sweep_seconds: tuple[float, ...]
+    task_seconds: tuple[float, ...] = field(default=())
     bytes_read: tuple[int, ...] = field(default=())
     bytes_written: tuple[int, ...] = field(default=())
 
@@ -202,18 +204,21 @@ def _write(path: Path, dtype: str, r0: int, values: np.ndarray) -> None:
 
 
 def block_parts(store: SliceStore, blocks: int) -> tuple[tuple[int, int], ...]:
-    """``blocks`` runs of consecutive slices (fewer when there are fewer slices), cut where
-    the running count of links and pages (what a sweep costs) passes each 1/blocks."""
+    """``blocks`` runs of consecutive slices (fewer when there are fewer slices), cut at the
+    slice boundary nearest to each j/blocks of the running count of links and pages (what
+    a sweep costs)."""
     count = max(1, min(int(blocks), store.count))
     cost = np.array([store.link_count(k) + int(store.bounds[k + 1] - store.bounds[k])
                      for k in range(store.count)], dtype=np.float64)
-    ends = np.cumsum(cost)
+    ends = np.concatenate([[0.0], np.cumsum(cost)])  # ends[c]: cost of the first c slices
     cuts = [0]
     for j in range(1, count):
-        k = int(np.searchsorted(ends, ends[-1] * j / count, side="left"))
+        target = ends[-1] * j / count
+        c = int(np.searchsorted(ends, target, side="left"))  # ends[c - 1] < target <= ends[c]
+        if c > 0 and target - ends[c - 1] < ends[c] - target:
+            c -= 1
         # each block keeps at least one slice, and leaves one for each block after it
-        k = min(max(k, cuts[-1]), store.count - 1 - (count - j))
-        cuts.append(k + 1)
+        cuts.append(min(max(c, cuts[-1] + 1), store.count - (count - j)))
     cuts.append(store.count)
     return tuple((a, b) for a, b in zip(cuts[:-1], cuts[1:]))
 
@@ -342,6 +347,7 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
     res_d: list[float] = []
     res_i: list[float] = []
     seconds: list[float] = []
+    longest: list[float] = []
     moved_in: list[int] = []
     moved_out: list[int] = []
     for sweep in range(1, params.max_iter + 1):
@@ -350,6 +356,7 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
         steps: list[BlockStep] = run_tasks(sweep_block, [
             BlockSweep(job, sweep, a, b, factor, delta, mass, xml_mass) for a, b in parts])
         seconds.append(time.perf_counter() - t0)
+        longest.append(max(s.seconds for s in steps))
         moved_in.append(sum(s.bytes_read for s in steps))
         moved_out.append(sum(s.bytes_written for s in steps))
         d_total = sum(s.importance_total for s in steps)
@@ -380,7 +387,7 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
                            res_i[-1] if job.has_xml else 0.0, tuple(res_i), elapsed,
                            "out-of-core"),
                 store.count, elapsed / sweep)
-            return BlockRanking(result, parts, tuple(seconds), tuple(moved_in),
-                                tuple(moved_out))
+            return BlockRanking(result, parts, tuple(seconds), tuple(longest),
+                                tuple(moved_in), tuple(moved_out))
     name, res = ("importance", res_d) if res_d[-1] >= params.tol else ("interest", res_i)
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))

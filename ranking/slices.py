@@ -207,6 +207,14 @@ def _checked_chunk(rows: object, degrees: object, destinations: object, n: int,
 POINTER_PIECE_ROWS = 1 << 20
 
 
+def budget_for_slices(n: int, m: int, count: int) -> int:
+    """A budget under which ``SliceStore.build`` cuts a graph of ``n`` pages and ``m`` links
+    into about ``count`` slices (at least; more where single rows are heavy)."""
+    per_slice = (SLICE_BYTES_PER_PAGE * n + 2 * SLICE_BYTES_PER_LINK * m) / max(1, count)
+    usable = max(per_slice, 64 * SLICE_BYTES_PER_PAGE)
+    return int((RESIDENT_BYTES_PER_PAGE * n + usable) / USABLE_FRACTION) + 1
+
+
 def row_cuts(source: CsrSource, row_cost: int, link_cost: int, piece_cost: int) -> np.ndarray:
     """Row boundaries so that each piece costs at most about ``piece_cost`` bytes.
 

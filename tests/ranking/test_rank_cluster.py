@@ -31,13 +31,16 @@ from ranking.slices import ArrayCsrSource, SliceStore
 from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.config_load import load_config
-from xyro.jobs.rank_cluster import ClusterUnreachable, open_cluster
+from xyro.jobs.rank_cluster import ClusterError, ClusterUnreachable, open_cluster
 from xyro.jobs.rank_job import RankParams
 from xyro.jobs.rank_run import rank_store
 
 distributed = pytest.importorskip(
     "distributed", reason="Dask's distributed is not installed: pip install -e '.[test]' "
                           "(or the cluster extra) to run the cluster tests")
+
+# The hooks below travel to the workers by value: they cannot import this test module.
+pytest.importorskip("cloudpickle").register_pickle_by_value(sys.modules[__name__])
 
 REPO = Path(__file__).resolve().parents[2]
 CNR = REPO / ".." / "shared" / "data" / "cnr-2000-edges.npz"
@@ -169,8 +172,6 @@ class KillOnFirstAttempt:
 
 def test_a_worker_killed_mid_sweep_is_survived(cluster: str, uneven: Uneven,
                                                tmp_path: Path) -> None:
-    import cloudpickle  # the hook travels by value: the workers cannot import this module
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     second = uneven.blocks[1]
     assert second[1] - second[0] >= 2
     marker = tmp_path / "killed"
@@ -189,6 +190,21 @@ def test_a_worker_killed_mid_sweep_is_survived(cluster: str, uneven: Uneven,
     np.testing.assert_array_equal(survived.interest, clean.interest)
     assert survived.importance_residuals == clean.importance_residuals
     assert survived.interest_residuals == clean.interest_residuals
+
+
+@dataclass(frozen=True)
+class SlicesOutOfSight:
+    """What a worker that does not see the shared folder meets before its first slice."""
+
+    def __call__(self, sweep: int, k: int) -> None:
+        raise FileNotFoundError(2, "No such file or directory", "/elsewhere/in-ptr-00000.bin")
+
+
+def test_workers_that_do_not_see_the_slices_are_told_of(cluster: str, uneven: Uneven) -> None:
+    with open_cluster(cluster, 10.0, required=True, before_slice=SlicesOutOfSight()) as session:
+        with pytest.raises(ClusterError, match="ranking.cluster_dir must be a folder every "
+                                               "worker sees at the same path"):
+            session.rank(uneven.store, uneven.xml, uneven.params)
 
 
 def _free_port() -> int:

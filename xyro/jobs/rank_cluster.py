@@ -36,7 +36,7 @@ import numpy as np
 
 from ranking.blocks import BlockRanking, Scratch, SliceHook, rank_blocks
 from ranking.results import ProgressFn
-from ranking.slices import SliceStore, StopCheck, stop_point
+from ranking.slices import SliceStore, StopCheck, budget_for_slices, stop_point
 from xyro.errors import XyroError
 from xyro.jobs.rank_job import RankParams, RankReport, mean_one, process_rss_bytes, \
     ranking_bytes
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 EXTRA = "xyro[cluster]"
 POLL_S = 0.5            # the driver checks check_stop this often while a sweep runs
 WORKERS_WAIT_S = 10.0   # at most this long for a scheduler without workers to get one
+SLICES_PER_THREAD = 4   # at least: blocks of whole slices, balanced to a quarter of one
 
 
 class ClusterMissing(XyroError):
@@ -56,6 +57,10 @@ class ClusterMissing(XyroError):
 
 class ClusterUnreachable(XyroError):
     """The scheduler cannot be reached, or has no worker."""
+
+
+class ClusterError(XyroError):
+    """The cluster was reached but cannot rank (e.g. its workers do not see the slices)."""
 
 
 def missing_message() -> str:
@@ -156,11 +161,14 @@ class ClusterSession:
         workers = self.client.scheduler_info().get("workers", {})
         return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
 
-    def slice_budget(self, budget: int) -> int:
-        """What a slice may take on a worker: the budget less the largest worker's own
-        resident set and the kernel still to load (``rank_job.ranking_bytes``)."""
+    def slice_budget(self, budget: int, n: int, m: int) -> int:
+        """The budget the slices are cut under: what ``budget`` leaves on the largest
+        worker (its own resident set and the kernel still to load counted:
+        ``rank_job.ranking_bytes``), and small enough for :data:`SLICES_PER_THREAD` slices
+        per worker thread, so that the blocks (whole slices) can be balanced."""
         in_use = max(self.client.run(_worker_rss).values(), default=0)
-        return ranking_bytes(budget, in_use)
+        return min(ranking_bytes(budget, in_use),
+                   budget_for_slices(n, m, SLICES_PER_THREAD * self.threads()))
 
     def rank(self, store: SliceStore, mask: np.ndarray, params: RankParams,
              progress: ProgressFn | None = None,
@@ -172,6 +180,12 @@ class ClusterSession:
                                   blocks=self.threads(), dangling=params.dangling,
                                   interest_from_importance=params.interest_from_importance,
                                   progress=progress, check_stop=check_stop)
+        except FileNotFoundError as exc:  # raised on a worker, which does not see the files
+            raise ClusterError(
+                f"a worker of the Dask cluster at {self.address} cannot read the slices in "
+                f"{store.directory} ({exc.strerror}: {exc.filename}): ranking.cluster_dir "
+                "must be a folder every worker sees at the same path (a shared "
+                "filesystem)") from None
         finally:  # the workers' reused arrays (ranking.blocks.Scratch) go with the ranking
             self._release_scratch()
         self.last, self.peak_rss = ranking, tasks.peak_rss

@@ -81,8 +81,9 @@ class RankReport:
 class Cluster(Protocol):
     """Where the sweeps run when not on this host (``rank_cluster.ClusterSession``)."""
 
-    def slice_budget(self, budget: int) -> int:
-        """The budget the slices are cut under, for the workers that sweep them."""
+    def slice_budget(self, budget: int, n: int, m: int) -> int:
+        """The budget the slices of a graph of n pages and m links are cut under, for the
+        workers that sweep them."""
         ...
 
     def rank(self, store: SliceStore, mask: np.ndarray, params: RankParams,
@@ -186,7 +187,7 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
         return RankReport(mean_one(imp.values), mean_one(inter_values), imp.iterations,
                           inter_it, imp.residuals, inter_res, seconds, False, 1)
     budget = (params.memory_budget_bytes if cluster is None
-              else cluster.slice_budget(params.memory_budget_bytes))
+              else cluster.slice_budget(params.memory_budget_bytes, graph.n, graph.m))
     with tempfile.TemporaryDirectory(dir=_slices_dir(params, cluster)) as work:
         store = SliceStore.build(ArrayCsrSource(graph.indptr, graph.indices), Path(work),
                                  budget, check_stop=check_stop)
@@ -255,7 +256,8 @@ def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
             source = spool_chunks(links.chunks, links.n, Path(work), check_stop)
         release_free_heap()
         budget = (ranking_bytes(params.memory_budget_bytes, process_rss_bytes())
-                  if cluster is None else cluster.slice_budget(params.memory_budget_bytes))
+                  if cluster is None
+                  else cluster.slice_budget(params.memory_budget_bytes, source.n, source.m))
         store = SliceStore.build(source, Path(shared), budget, check_stop=check_stop)
         shutil.rmtree(source.indices_path.parent)
         log.info("link graph read and cut into %d slices for the out-of-core sweeps%s",
