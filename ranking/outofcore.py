@@ -3,9 +3,10 @@
 
 Each sweep reads the slices of a ``SliceStore`` in order and hands each to the slice-level
 kernel ``ranking.slice_sweep.sweep_slice`` (the one a cluster worker calls too,
-``ranking.blocks``). For slice k (pages [b_k, b_{k+1})): the direct ranking computes the slice's new importance from its in-links and the resident
-pre-scaled vector c·PR/OutDeg; the inverse ranking computes the slice's new interest from its
-out-links and the resident interest vector. Both write each page's new value back at once
+``ranking.blocks``). For slice k (pages [b_k, b_{k+1})): the direct ranking computes the
+slice's new importance from its in-links and the resident pre-scaled vector c·PR/OutDeg;
+the inverse ranking computes the slice's new interest from its out-links and the resident
+interest vector. Both write each page's new value back at once
 (point Gauss-Seidel, the kernel of ``ranking.gauss_seidel``), so the following pages and
 slices use it. The importance vector itself is on disk and is read and written one slice at
 a time; the dangling mass δ and ‖PR‖₁ are carried from slice to slice. A first pass reads the

@@ -101,8 +101,8 @@ class DaskTasks:
     """``ranking.blocks.RunTasks`` on a Dask client: one task per item, all submitted at
     once; waits for all of them, checking ``check_stop`` every :data:`POLL_S` (a stop
     cancels them). ``before_slice`` (``ranking.blocks.SliceHook``, picklable, run on the
-    workers: fault injection in tests) is None in production. Records each worker process's peak resident
-    set seen at the end of its tasks (``peak_rss``, by pid)."""
+    workers: fault injection in tests) is None in production. Records each worker
+    process's peak resident set seen at the end of its tasks (``peak_rss``, by pid)."""
 
     client: Any
     check_stop: StopCheck | None = None
@@ -111,9 +111,10 @@ class DaskTasks:
 
     def __call__(self, function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         name = getattr(function, "__name__", "task")
+        tag = os.urandom(6).hex()
         futures = self.client.map(partial(_on_worker, function, self.before_slice), items,
-                                  pure=False, key=[f"xyro-rank-{name}-{os.urandom(6).hex()}-{i}"
-                                                   for i in range(len(items))])
+                                  pure=False,
+                                  key=[f"xyro-rank-{name}-{tag}-{i}" for i in range(len(items))])
         try:
             for future in futures:
                 while True:
