@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> dict:
                                       processes=True, host="127.0.0.1",
                                       dashboard_address=None,
                                       worker_dashboard_address=None,
-                                      memory_limit=None,
+                                      memory_limit=None, local_directory=tmp,
                                       silence_logs=logging.ERROR) as cluster, \
                 open_cluster(cluster.scheduler_address, 30.0, required=True) as session:
             assert session is not None

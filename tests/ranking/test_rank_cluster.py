@@ -48,12 +48,14 @@ TIGHT = SolverParams(tol=1e-11, max_iter=1000)
 
 
 @pytest.fixture(scope="module")
-def cluster() -> str:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The scheduler address of a LocalCluster: 2 worker processes, 1 thread each, every
-    port on 127.0.0.1, no dashboards; closed (workers and nannies ended) after the module."""
+    port on 127.0.0.1, no dashboards, the workers' scratch space in a test folder; closed
+    (workers and nannies ended) after the module."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None,
                                   worker_dashboard_address=None,
+                                  local_directory=str(tmp_path_factory.mktemp("dask")),
                                   silence_logs=logging.ERROR) as local:
         yield local.scheduler_address
 
