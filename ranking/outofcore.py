@@ -1,10 +1,12 @@
 """Direct importance and inverse interest together, out of core, in one scan per sweep
 (003 §5.3: matrix slicing, Gauss-Seidel iterations, combined computation).
 
-Each sweep reads the slices of a ``SliceStore`` in order. For slice k (pages [b_k, b_{k+1})):
-the direct ranking computes the slice's new importance from its in-links and the resident
-pre-scaled vector c·PR/OutDeg; the inverse ranking computes the slice's new interest from its
-out-links and the resident interest vector. Both write each page's new value back at once
+Each sweep reads the slices of a ``SliceStore`` in order and hands each to the slice-level
+kernel ``ranking.slice_sweep.sweep_slice`` (the one a cluster worker calls too,
+``ranking.blocks``). For slice k (pages [b_k, b_{k+1})): the direct ranking computes the
+slice's new importance from its in-links and the resident pre-scaled vector c·PR/OutDeg;
+the inverse ranking computes the slice's new interest from its out-links and the resident
+interest vector. Both write each page's new value back at once
 (point Gauss-Seidel, the kernel of ``ranking.gauss_seidel``), so the following pages and
 slices use it. The importance vector itself is on disk and is read and written one slice at
 a time; the dangling mass δ and ‖PR‖₁ are carried from slice to slice. A first pass reads the
@@ -33,7 +35,8 @@ import numpy as np
 from ranking.importance import check_dangling, personalization_vector
 from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
 from ranking.slices import SliceStore, StopCheck, stop_point
-from ranking.gauss_seidel import DANGLING, SELF_LINK, DanglingMass, Rows, page_flags, sweep_rows
+from ranking.gauss_seidel import DANGLING, DanglingMass
+from ranking.slice_sweep import SliceEquations, SliceLinks, start_slice, sweep_slice
 from ranking.sweep import SolverParams
 
 
@@ -82,7 +85,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
                      check_stop: StopCheck | None = None) -> CombinedResult:
     """Both rankings over the slices; raises ConvergenceError after ``max_iter`` sweeps."""
     check_dangling(dangling)
-    mask = _mask(xml_mask, store.n)
+    mask = checked_mask(xml_mask, store.n)
     has_xml = bool(mask.any())
     started = time.perf_counter()
     c, n = params.damping, store.n
@@ -97,26 +100,21 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
                    for a, b in zip(store.bounds[:-1], store.bounds[1:]))
     res_d: list[float] = []
     res_i: list[float] = []
+    eq = SliceEquations(c, xml_count if has_xml else 0.0, interest_from_importance)
     for sweep in range(1, params.max_iter + 1):
         d_tot, i_tot = _Totals(), _Totals()
         for k in range(store.count):
             stop_point(check_stop)
-            r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
-            in_ptr, in_idx, out_ptr, out_idx = store.load(k)
-            c_inv_deg = c * _inverse_degree(out_ptr)
-            x = importance.read(r0, r1)
-            tele_d = (1.0 - c) * (e if isinstance(e, float) else e[r0:r1])
-            rows = Rows(in_ptr, in_idx, r0, c_inv_deg, None, tele_d, flags[r0:r1])
-            d_tot.add(*sweep_rows(rows, x, scaled, direct, c))
-            d_tot.xml_mass += float(x[mask[r0:r1]].sum())
-            importance.write(r0, x / importance.scale)
-            if not has_xml:
-                continue
-            e_i = (np.where(mask[r0:r1], x, 0.0) / xml_mass if interest_from_importance
-                   else mask[r0:r1] / xml_count)
-            rows = Rows(out_ptr, out_idx, r0, None, c_inv_deg, (1.0 - c) * e_i,
-                        flags[r0:r1] & SELF_LINK)
-            i_tot.add(*sweep_rows(rows, interest[r0:r1], interest, DanglingMass(), c))
+            links = SliceLinks.load(store, k)
+            r0, r1 = links.first, links.first + links.rows
+            step = sweep_slice(links, eq, importance.read(r0, r1),
+                               e if isinstance(e, float) else e[r0:r1], flags[r0:r1],
+                               mask[r0:r1], scaled, interest if has_xml else None, direct,
+                               xml_mass)
+            d_tot.add(step.importance_diff, step.importance_total)
+            d_tot.xml_mass += step.xml_mass
+            importance.write(r0, step.importance / importance.scale)
+            i_tot.add(step.interest_diff, step.interest_total)
         for totals in (d_tot, i_tot) if has_xml else (d_tot,):
             if totals.total <= 0.0 or not math.isfinite(totals.total):
                 raise ValueError(f"out-of-core ranking: an iterate vanished (sum {totals.total})")
@@ -145,7 +143,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))
 
 
-def _mask(xml_mask: object, n: int) -> np.ndarray:
+def checked_mask(xml_mask: object, n: int) -> np.ndarray:
     """The XML mask as bool[n]; unlike the in-memory interest, it may mark no page."""
     mask = np.asarray(xml_mask)
     if mask.shape != (n,):
@@ -162,14 +160,8 @@ def _first_pass(store: SliceStore, importance: _Importance, damping: float,
     flags = np.empty(store.n, dtype=np.uint8)
     for k in range(store.count):
         stop_point(check_stop)
-        r0, r1 = int(store.bounds[k]), int(store.bounds[k + 1])
-        _, _, out_ptr, out_idx = store.load(k)
-        inv_deg = _inverse_degree(out_ptr)
-        scaled[r0:r1] = damping * importance.read(r0, r1) * inv_deg
-        flags[r0:r1] = page_flags(out_ptr, out_idx, r0, inv_deg == 0)
+        links = SliceLinks.load(store, k)
+        r0, r1 = links.first, links.first + links.rows
+        scaled[r0:r1], flags[r0:r1] = start_slice(links, importance.read(r0, r1), damping)
     return scaled, flags
 
-
-def _inverse_degree(out_ptr: np.ndarray) -> np.ndarray:
-    degree = np.diff(out_ptr).astype(np.float64)
-    return np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)

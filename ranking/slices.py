@@ -56,6 +56,19 @@ StopCheck = Callable[[], None]
 """Called between two steps of a long loop: returns to go on, raises to abandon the work."""
 
 
+def read_into(path: Path, out: np.ndarray, offset: int) -> None:
+    """Fill ``out`` from ``path`` at byte ``offset`` (no new array); OSError if short."""
+    view = memoryview(out).cast("B")
+    with open(path, "rb", buffering=0) as f:
+        f.seek(offset)
+        done = 0
+        while done < len(view):
+            got = f.readinto(view[done:])
+            if not got:
+                raise OSError(f"{path}: {len(view) - done} bytes missing at {offset + done}")
+            done += got
+
+
 def stop_point(check_stop: StopCheck | None) -> None:
     """A place where a long loop may be abandoned: calls ``check_stop`` when given."""
     if check_stop is not None:
@@ -194,6 +207,14 @@ def _checked_chunk(rows: object, degrees: object, destinations: object, n: int,
 POINTER_PIECE_ROWS = 1 << 20
 
 
+def budget_for_slices(n: int, m: int, count: int) -> int:
+    """A budget under which ``SliceStore.build`` cuts a graph of ``n`` pages and ``m`` links
+    into about ``count`` slices (at least; more where single rows are heavy)."""
+    per_slice = (SLICE_BYTES_PER_PAGE * n + 2 * SLICE_BYTES_PER_LINK * m) / max(1, count)
+    usable = max(per_slice, 64 * SLICE_BYTES_PER_PAGE)
+    return int((RESIDENT_BYTES_PER_PAGE * n + usable) / USABLE_FRACTION) + 1
+
+
 def row_cuts(source: CsrSource, row_cost: int, link_cost: int, piece_cost: int) -> np.ndarray:
     """Row boundaries so that each piece costs at most about ``piece_cost`` bytes.
 
@@ -248,12 +269,29 @@ class SliceStore:
     def _path(self, kind: str, k: int) -> Path:
         return self.directory / f"{kind}-{k:05d}.bin"
 
-    def load(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Slice k: (in_indptr, in_indices, out_indptr, out_indices), local int64 pointers."""
-        return (np.fromfile(self._path("in-ptr", k), dtype="<i8"),
-                np.fromfile(self._path("in-idx", k), dtype="<i4"),
-                np.fromfile(self._path("out-ptr", k), dtype="<i8"),
-                np.fromfile(self._path("out-idx", k), dtype="<i4"))
+    def link_count(self, k: int) -> int:
+        """Links of slice k, in-links and out-links (each link is in two slices' counts)."""
+        return (os.path.getsize(self._path("in-idx", k))
+                + os.path.getsize(self._path("out-idx", k))) // SLICE_BYTES_PER_LINK
+
+    def load(self, k: int, into: Callable[[str, str, int], np.ndarray] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Slice k: (in_indptr, in_indices, out_indptr, out_indices), local int64 pointers.
+
+        ``into(kind, dtype, count)`` (optional) gives the array to read each part into (a
+        reusable buffer: ``ranking.blocks.Scratch``); new arrays otherwise."""
+        parts = []
+        for kind, dtype in (("in-ptr", "<i8"), ("in-idx", "<i4"), ("out-ptr", "<i8"),
+                            ("out-idx", "<i4")):
+            path = self._path(kind, k)
+            if into is None:
+                parts.append(np.fromfile(path, dtype=dtype))
+                continue
+            size = np.dtype(dtype).itemsize
+            out = into(kind, dtype, os.path.getsize(path) // size)
+            read_into(path, out, 0)
+            parts.append(out)
+        return parts[0], parts[1], parts[2], parts[3]
 
     @classmethod
     def build(cls, source: CsrSource, directory: Path, budget_bytes: int,

@@ -106,9 +106,39 @@ def _listen(value: str | None) -> str | None:
     return value
 
 
+_CLUSTER = re.compile(r"(?P<scheme>tcp|tls)://(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|"
+                      r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?))"
+                      r":(?P<port>[0-9]{1,5})")
+
+
+def split_cluster(value: str) -> tuple[str, str, int]:
+    """``tcp://sched.example:8786`` → ``("tcp", "sched.example", 8786)``; a Dask scheduler
+    address: tcp:// or tls://, a host name or IP ([...] for IPv6), a port 1..65535.
+    ValueError for anything else."""
+    match = _CLUSTER.fullmatch(value)
+    if match is None or not 1 <= int(match["port"]) <= 65535:
+        raise ValueError(value)
+    if match["v6"] is not None:
+        ipaddress.IPv6Address(match["v6"])  # ValueError when not an IPv6 address
+    return match["scheme"], match["v6"] or match["host"], int(match["port"])
+
+
+def cluster_address(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            split_cluster(value)
+        except ValueError:
+            raise _invalid("must be a Dask scheduler address like tcp://host:8786 (tcp:// or "
+                           "tls://, a host name or IP address, [...] for IPv6, a port "
+                           f"1..65535), or empty for one host; got {value!r}") from None
+    return value
+
+
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 # Empty text (an environment variable or --set with nothing after "=") means off, like null.
 ListenAddress = Annotated[str | None, BeforeValidator(_empty_is_off), AfterValidator(_listen)]
+ClusterAddress = Annotated[str | None, BeforeValidator(_empty_is_off),
+                          AfterValidator(cluster_address)]
 Regex = Annotated[str, AfterValidator(_regex)]
 Domain = Annotated[str, _matching(
     rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*", "a host name like example.org (its "
@@ -279,6 +309,9 @@ class RankingConfig(_Section):
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
     schedule_s: float = Field(86400.0, gt=0)
     memory_budget_mb: int = Field(1024, ge=1)
+    cluster: ClusterAddress = None
+    cluster_dir: FilePath | None = None
+    cluster_timeout_s: float = Field(10.0, gt=0)
 
     @model_validator(mode="after")
     def _one_importance_writer(self) -> RankingConfig:

@@ -86,6 +86,9 @@ FILE_CASES = [
     ("storage:\n  database: \"\"\n", "storage.database", 2, "file-system path"),
     ("crawler:\n  cpus: []\n", "crawler.cpus", 2, "must not be empty"),
     ("crawler:\n  cpus: [-1]\n", "crawler.cpus[0]", 2, "must be ≥ 0, got -1"),
+    ("ranking:\n  cluster: sched.example:8786\n", "ranking.cluster", 2,
+     "Dask scheduler address like tcp://host:8786"),
+    ("ranking:\n  cluster_timeout_s: 0\n", "ranking.cluster_timeout_s", 2, "must be > 0"),
 ]
 
 
@@ -306,3 +309,29 @@ def test_oversized_file_is_refused(tmp_path: Path) -> None:
     big.write_text("# " + "x" * (1 << 20) + "\n")
     with pytest.raises(ConfigError, match="larger than"):
         load_config(big, env={})
+
+
+@pytest.mark.parametrize("address", [
+    "sched.example:8786", "http://sched.example:8786", "tcp://sched.example",
+    "tcp://sched.example:0", "tcp://sched.example:65536", "tcp://:8786",
+    "tcp://sched example:8786", "tcp://[::1:8786", "tcp://[not-ip]:8786",
+    "tcp://sched.example:8786/path", "tcp://-bad.example:8786"])
+def test_malformed_cluster_address_is_a_clear_error(fails: Callable[..., ConfigError],
+                                                    address: str) -> None:
+    err = fails(f"ranking:\n  cluster: \"{address}\"\n")
+    assert (err.key, err.line) == ("ranking.cluster", 2), str(err)
+    assert "Dask scheduler address like tcp://host:8786" in err.reason
+    assert repr(address) in err.reason
+    check_one_line(err)
+
+
+@pytest.mark.parametrize("address", [
+    "tcp://sched.example:8786", "tls://10.0.0.5:8786", "tcp://[::1]:8786",
+    "tcp://127.0.0.1:1", "tcp://h:65535"])
+def test_cluster_address_accepted(address: str) -> None:
+    assert load_config(None, {}, [f"ranking.cluster={address}"]).ranking.cluster == address
+
+
+def test_cluster_unset_or_empty_is_one_host() -> None:
+    assert load_config(None, {}, []).ranking.cluster is None
+    assert load_config(None, {}, ["ranking.cluster="]).ranking.cluster is None

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType
+from metadata.schema import pack_children
 from ranking.graph import LinkGraph
 
 CNR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "cnr-2000-edges.npz"
@@ -20,6 +22,31 @@ def random_graph(seed: int, n: int, m: int, self_links: bool = True) -> LinkGrap
         dst[::9] = src[::9]
     pairs = np.unique(np.column_stack([src, dst]), axis=0)
     return LinkGraph.from_edges(pairs[:, 0], pairs[:, 1], n)
+
+
+def build_store(path: Path, n: int, m: int, seed: int, xml_share: float = 0.1) -> None:
+    """A store of ``n`` pages (a tenth unread, without links) and about ``m`` links with
+    power-law-ish destinations, written by direct inserts into the store's own schema."""
+    MetadataStore.open(path).close()
+    rng = np.random.default_rng(seed)
+    draw = rng.random(n)
+    types = np.where(draw < 0.1, "unread", np.where(draw < 0.1 + xml_share, "xml", "html"))
+    fetched = np.flatnonzero(types != "unread")
+    degree = rng.poisson(m / len(fetched), len(fetched))
+    degree[::17] = 0  # fetched pages without links
+    kids = (n * rng.random(int(degree.sum())) ** 2.5).astype(np.int64) + 1
+    kids[::50] = np.repeat(fetched + 1, degree)[::50]  # some self-links
+    cuts = np.concatenate([[0], np.cumsum(degree)])
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'h.example')")
+    conn.executemany("INSERT INTO urls (id, hash, type, host_id, url) VALUES (?, ?, ?, 1, ?)",
+                     ((i + 1, i, str(t), f"http://h.example/{i}") for i, t in enumerate(types)))
+    conn.executemany("INSERT INTO links (src, n, children) VALUES (?, ?, ?)",
+                     ((int(s) + 1, int(d), pack_children(kids[cuts[j]:cuts[j + 1]]))
+                      for j, (s, d) in enumerate(zip(fetched, degree)) if d))
+    conn.execute("COMMIT")
+    conn.close()
 
 
 def dense_m(graph: LinkGraph) -> np.ndarray:
@@ -68,3 +95,8 @@ def store_fetched_pages(db: Path, children: dict[str, tuple[str, ...]]) -> None:
 @pytest.fixture(scope="session")
 def store_pages():
     return store_fetched_pages
+
+
+@pytest.fixture(scope="session")
+def make_store():
+    return build_store

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from metadata import MetadataStore
-from metadata.schema import pack_children
 from ranking.graph import LinkGraph
 from ranking.importance import direct_importance
 from ranking.outofcore import rank_out_of_core
@@ -24,35 +23,10 @@ from xyro.jobs.rank_run import run_rank
 TIGHT = SolverParams(tol=1e-12, max_iter=1000)
 
 
-def build_store(path: Path, n: int, m: int, seed: int, xml_share: float = 0.1) -> None:
-    """A store of ``n`` pages (a tenth unread, without links) and about ``m`` links with
-    power-law-ish destinations, written by direct inserts into the store's own schema."""
-    MetadataStore.open(path).close()
-    rng = np.random.default_rng(seed)
-    draw = rng.random(n)
-    types = np.where(draw < 0.1, "unread", np.where(draw < 0.1 + xml_share, "xml", "html"))
-    fetched = np.flatnonzero(types != "unread")
-    degree = rng.poisson(m / len(fetched), len(fetched))
-    degree[::17] = 0  # fetched pages without links
-    kids = (n * rng.random(int(degree.sum())) ** 2.5).astype(np.int64) + 1
-    kids[::50] = np.repeat(fetched + 1, degree)[::50]  # some self-links
-    cuts = np.concatenate([[0], np.cumsum(degree)])
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN")
-    conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'h.example')")
-    conn.executemany("INSERT INTO urls (id, hash, type, host_id, url) VALUES (?, ?, ?, 1, ?)",
-                     ((i + 1, i, str(t), f"http://h.example/{i}") for i, t in enumerate(types)))
-    conn.executemany("INSERT INTO links (src, n, children) VALUES (?, ?, ?)",
-                     ((int(s) + 1, int(d), pack_children(kids[cuts[j]:cuts[j + 1]]))
-                      for j, (s, d) in enumerate(zip(fetched, degree)) if d))
-    conn.execute("COMMIT")
-    conn.close()
-
-
 @pytest.fixture(scope="module")
-def store_200k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store_200k(tmp_path_factory: pytest.TempPathFactory, make_store) -> Path:
     path = tmp_path_factory.mktemp("store") / "xyro.db"
-    build_store(path, n=20_000, m=200_000, seed=3)
+    make_store(path, n=20_000, m=200_000, seed=3)
     return path
 
 
@@ -104,11 +78,12 @@ def _stored_ranks(db: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
 
-def test_xyro_rank_streams_over_budget_and_writes_what_memory_writes(tmp_path: Path) -> None:
+def test_xyro_rank_streams_over_budget_and_writes_what_memory_writes(tmp_path: Path,
+                                                                    make_store) -> None:
     small, big = tmp_path / "a" / "xyro.db", tmp_path / "b" / "xyro.db"
     for db in (small, big):
         db.parent.mkdir()
-        build_store(db, n=3000, m=30_000, seed=8)
+        make_store(db, n=3000, m=30_000, seed=8)
     before = _heap_limit()
     streamed = run_rank(_app(small, 1), top=3)
     memory = run_rank(_app(big, 1024), top=3)
@@ -181,12 +156,12 @@ def test_out_of_core_without_xml_ranks_importance_only(tmp_path: Path, make_grap
     assert np.abs(both.importance.values - imp.values).sum() <= 1e-10
 
 
-def test_rank_store_sizes_the_write_back_by_the_streamed_snapshot(tmp_path: Path,
-                                                                 monkeypatch) -> None:
+def test_rank_store_sizes_the_write_back_by_the_streamed_snapshot(tmp_path: Path, monkeypatch,
+                                                                 make_store) -> None:
     """A crawling daemon adds pages between the count and the snapshot: the ranks written
     are the snapshot's, every page of it."""
     db = tmp_path / "xyro.db"
-    build_store(db, n=3000, m=30_000, seed=9)
+    make_store(db, n=3000, m=30_000, seed=9)
     monkeypatch.setattr(MetadataStore, "graph_counts", lambda self: (2990, 100))
     summary = run_rank(_app(db, 1), top=0)
     assert summary.report.out_of_core and summary.pages == 3000

@@ -293,6 +293,10 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
 @click.option("--reads", type=click.IntRange(min=1), default=None,
               help="With --compare --edges: OPIC reads per page, i.e. reads x pages Greedy "
                    "visits [default: 10].")
+@click.option("--cluster", "cluster", metavar="ADDRESS", default=None,
+              help="Rank on this Dask scheduler (tcp://host:8786), out of core, the slices "
+                   "in ranking.cluster_dir; needs the cluster extra. Overrides "
+                   "ranking.cluster, and an unreachable scheduler is an error here.")
 @click.option("--global-estimate", "global_estimate", is_flag=True,
               help="Estimate the global PageRank of a local domain by crawling a few "
                    "out-of-scope pages (DESIGN.md §5): with --edges, the range --local of the "
@@ -315,13 +319,14 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
 def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads: int | None,
-         global_estimate: bool, local_range: str | None, selector: str | None,
-         extra: float | None, rounds: int | None, out_degree: str | None,
-         as_json: bool) -> None:
+         cluster: str | None, global_estimate: bool, local_range: str | None,
+         selector: str | None, extra: float | None, rounds: int | None,
+         out_degree: str | None, as_json: bool) -> None:
     """Compute direct importance and inverse interest (PageRank) and store them (mean 1).
 
     Uses the ranking section of the config (damping, tolerance, dangling, memory budget:
-    above it the graph is ranked out of core, in slices). Progress per sweep on stderr.
+    above it the graph is ranked out of core, in slices; ranking.cluster: on a Dask
+    cluster). Progress per sweep on stderr.
 
     With --compare, measure how close OPIC is to its fixpoint, the teleport PageRank with
     the same damping (DESIGN.md §5): L1 distance, Kendall tau, top-100 overlap and mean
@@ -338,6 +343,8 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
     def progress(p: Any) -> None:
         click.echo(f"{p.ranking} sweep {p.iteration}: residual {p.residual:.3e}", err=True)
 
+    if cluster is not None:
+        _check_cluster(cluster, compare)
     if reads is not None and not (compare and edges is not None):
         raise UsageError("--reads is the number of OPIC reads per page of `xyro rank "
                          "--compare --edges FILE.npz`; add --compare and --edges, or drop "
@@ -347,6 +354,9 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
                         "degree": out_degree}
     if global_estimate or local_range is not None or any(
             v is not None for v in estimate_options.values()):
+        if cluster is not None:
+            raise UsageError("--cluster ranks on a Dask cluster; --global-estimate runs on "
+                             "this host: drop one of them")
         report = _global_estimate(app, global_estimate, compare, edges, local_range,
                                   estimate_options)
         click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
@@ -356,8 +366,8 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
             from xyro.jobs.opic_compare import compare_opic
             report = compare_opic(app, edges, reads, lambda line: click.echo(line, err=True))
         else:
-            summary = (rank_edges(edges, app, progress, top) if edges is not None
-                       else run_rank(app, progress, top))
+            summary = (rank_edges(edges, app, progress, top, cluster) if edges is not None
+                       else run_rank(app, progress, top, cluster))
             report = summary.as_dict()
     except ConvergenceError as exc:
         raise XyroError(f"ranking did not converge: {exc} (config keys ranking.max_iter, "
@@ -394,6 +404,22 @@ def _global_estimate(app: Any, flag: bool, compare: bool, edges: Path | None,
         return estimate_store(app, chosen)
     except ValueError as exc:
         raise XyroError(f"cannot estimate on {edges or app.database_path}: {exc}") from None
+
+
+def _check_cluster(address: str, compare: bool) -> None:
+    """``--cluster``: a scheduler address, and Dask installed (else exit 2 naming the extra)."""
+    from xyro.config import split_cluster
+    from xyro.jobs.rank_cluster import load_distributed
+
+    if compare:
+        raise UsageError("--cluster ranks on a Dask cluster; --compare runs on this host: "
+                         "drop one of them")
+    try:
+        split_cluster(address)
+    except ValueError:
+        raise UsageError(f"--cluster {address!r} is not a Dask scheduler address: give "
+                         "tcp://HOST:PORT (or tls://), e.g. tcp://10.0.0.5:8786") from None
+    load_distributed()
 
 
 @cli.group("config")

@@ -60,6 +60,7 @@ class RankParams:
     interest_from_importance: bool = False   # E″ instead of E′
     memory_budget_bytes: int = 2 << 30
     work_dir: Path | None = None             # slices go here when out of core
+    shared_dir: Path | None = None           # on a cluster: slices here (None: work_dir)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,20 @@ class RankReport:
     seconds: float
     out_of_core: bool
     slices: int
+
+
+class Cluster(Protocol):
+    """Where the sweeps run when not on this host (``rank_cluster.ClusterSession``)."""
+
+    def slice_budget(self, budget: int, n: int, m: int) -> int:
+        """The budget the slices of a graph of n pages and m links are cut under, for the
+        workers that sweep them."""
+        ...
+
+    def rank(self, store: SliceStore, mask: np.ndarray, params: RankParams,
+             progress: ProgressFn | None = None,
+             check_stop: StopCheck | None = None) -> RankReport:
+        ...
 
 
 class LinkStream(Protocol):
@@ -122,7 +137,7 @@ def fits_in_memory(n: int, m: int, budget: int) -> bool:
     return in_memory_bytes(n, m) <= ranking_bytes(budget, process_rss_bytes())
 
 
-def _mean_one(values: np.ndarray) -> np.ndarray:
+def mean_one(values: np.ndarray) -> np.ndarray:
     total = float(values.sum())
     return values * (len(values) / total) if total > 0 else np.ones_like(values)
 
@@ -142,8 +157,12 @@ def _checked(progress: ProgressFn | None, check_stop: StopCheck | None) -> Progr
 def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
                params: RankParams = RankParams(),
                progress: ProgressFn | None = None,
-               check_stop: StopCheck | None = None) -> RankReport:
-    """Rank an out-link CSR (``indptr`` int64[n+1], ``indices`` int32[m], url-id order)."""
+               check_stop: StopCheck | None = None,
+               cluster: Cluster | None = None) -> RankReport:
+    """Rank an out-link CSR (``indptr`` int64[n+1], ``indices`` int32[m], url-id order).
+
+    With a ``cluster``, always out of core, on its workers (the slices go to
+    ``params.shared_dir``)."""
     stop_point(check_stop)
     graph = LinkGraph.from_csr(indptr, indices)
     stop_point(check_stop)
@@ -152,7 +171,8 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
     if mask.shape != (graph.n,):
         raise ValueError(f"xml_mask has shape {mask.shape}, expected ({graph.n},)")
     has_xml = bool(mask.any())
-    if in_memory_bytes(graph.n, graph.m) <= params.memory_budget_bytes or not has_xml:
+    if cluster is None and (in_memory_bytes(graph.n, graph.m) <= params.memory_budget_bytes
+                            or not has_xml):
         imp = direct_importance(graph, params.solver, dangling=params.dangling,
                                 progress=progress)
         if has_xml:
@@ -164,12 +184,23 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
         else:
             inter_values, inter_it, inter_res = np.zeros(graph.n), 0, ()
             seconds = imp.seconds
-        return RankReport(_mean_one(imp.values), _mean_one(inter_values), imp.iterations,
+        return RankReport(mean_one(imp.values), mean_one(inter_values), imp.iterations,
                           inter_it, imp.residuals, inter_res, seconds, False, 1)
-    with tempfile.TemporaryDirectory(dir=params.work_dir) as work:
+    budget = (params.memory_budget_bytes if cluster is None
+              else cluster.slice_budget(params.memory_budget_bytes, graph.n, graph.m))
+    with tempfile.TemporaryDirectory(dir=_slices_dir(params, cluster)) as work:
         store = SliceStore.build(ArrayCsrSource(graph.indptr, graph.indices), Path(work),
-                                 params.memory_budget_bytes, check_stop=check_stop)
-        return _rank_slices(store, mask, params, progress, check_stop)
+                                 budget, check_stop=check_stop)
+        return _rank_slices(store, mask, params, progress, check_stop, cluster)
+
+
+def _slices_dir(params: RankParams, cluster: Cluster | None) -> Path | None:
+    """Where the slices go: the shared directory for a cluster, else the work directory."""
+    if cluster is None:
+        return params.work_dir
+    # absolute: the workers do not share this process's working directory
+    shared = params.shared_dir or params.work_dir or Path(tempfile.gettempdir())
+    return Path(shared).resolve()
 
 
 def read_csr(read_links: Callable[[int], AbstractContextManager[LinkStream]],
@@ -200,7 +231,8 @@ def read_csr(read_links: Callable[[int], AbstractContextManager[LinkStream]],
 def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
                 params: RankParams = RankParams(),
                 progress: ProgressFn | None = None,
-                check_stop: StopCheck | None = None) -> RankReport:
+                check_stop: StopCheck | None = None,
+                cluster: Cluster | None = None) -> RankReport:
     """Rank a graph too big to hold whole, out of core (DESIGN.md §5 "Scale", 003 §5.3).
 
     ``read_links(max_links)`` opens the graph as a :class:`LinkStream` of chunks of about
@@ -209,32 +241,41 @@ def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
     that file under what the budget leaves once the process's own resident set is counted
     (:func:`ranking_bytes`), and both rankings run over them. At no time is more than a
     chunk, the per-page vectors and one slice in memory. ``check_stop`` is called between
-    chunks and slices (``read_links`` is expected to check it as it reads, if it can)."""
+    chunks and slices (``read_links`` is expected to check it as it reads, if it can).
+
+    With a ``cluster``, the slices go to ``params.shared_dir``, cut under what the budget
+    leaves on its workers, and the sweeps run there."""
     in_use = process_rss_bytes()
     chunk = max(1, min(STREAM_CHUNK_LINKS,
                        ranking_bytes(params.memory_budget_bytes, in_use) // 64))
-    with tempfile.TemporaryDirectory(prefix="xyro-rank-", dir=params.work_dir) as work:
+    with tempfile.TemporaryDirectory(prefix="xyro-rank-", dir=params.work_dir) as work, \
+            tempfile.TemporaryDirectory(prefix="xyro-slices-",
+                                        dir=_slices_dir(params, cluster)) as shared:
         with read_links(chunk) as links:
             mask = np.asarray(links.xml_mask, dtype=bool)
             source = spool_chunks(links.chunks, links.n, Path(work), check_stop)
         release_free_heap()
-        budget = ranking_bytes(params.memory_budget_bytes, process_rss_bytes())
-        store = SliceStore.build(source, Path(work), budget, check_stop=check_stop)
+        budget = (ranking_bytes(params.memory_budget_bytes, process_rss_bytes())
+                  if cluster is None
+                  else cluster.slice_budget(params.memory_budget_bytes, source.n, source.m))
+        store = SliceStore.build(source, Path(shared), budget, check_stop=check_stop)
         shutil.rmtree(source.indices_path.parent)
-        log.info("link graph read and cut into %d slices for the out-of-core sweeps",
-                 store.count)
-        report = _rank_slices(store, mask, params, progress, check_stop)
+        log.info("link graph read and cut into %d slices for the out-of-core sweeps%s",
+                 store.count, "" if cluster is None else " on the cluster")
+        report = _rank_slices(store, mask, params, progress, check_stop, cluster)
     release_free_heap()
     return report
 
 
 def _rank_slices(store: SliceStore, mask: np.ndarray, params: RankParams,
-                 progress: ProgressFn | None, check_stop: StopCheck | None = None
-                 ) -> RankReport:
+                 progress: ProgressFn | None, check_stop: StopCheck | None = None,
+                 cluster: Cluster | None = None) -> RankReport:
+    if cluster is not None:
+        return cluster.rank(store, mask, params, progress, check_stop)
     both = rank_out_of_core(store, mask, params.solver, dangling=params.dangling,
                             interest_from_importance=params.interest_from_importance,
                             progress=progress, check_stop=check_stop)
-    return RankReport(_mean_one(both.importance.values), _mean_one(both.interest.values),
+    return RankReport(mean_one(both.importance.values), mean_one(both.interest.values),
                       both.importance.iterations, both.interest.iterations,
                       both.importance.residuals, both.interest.residuals,
                       both.importance.seconds, True, both.slices)
@@ -264,7 +305,8 @@ def load_edge_list(path: Path | str) -> tuple[LinkGraph, np.ndarray]:
 
 
 def rank_edges_file(path: Path | str, params: RankParams = RankParams(),
-                    progress: ProgressFn | None = None) -> RankReport:
+                    progress: ProgressFn | None = None,
+                    cluster: Cluster | None = None) -> RankReport:
     """Rank a bare edge list .npz with ``n``, ``src``, ``dst`` (and optional ``xml`` mask)."""
     graph, mask = load_edge_list(path)
-    return rank_graph(graph.indptr, graph.indices, mask, params, progress)
+    return rank_graph(graph.indptr, graph.indices, mask, params, progress, cluster=cluster)

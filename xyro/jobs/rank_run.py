@@ -39,8 +39,9 @@ from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.config import RankingConfig
 from xyro.errors import XyroError
+from xyro.jobs.rank_cluster import ClusterSession, open_cluster
 from xyro.jobs.rank_job import (RankParams, RankReport, fits_in_memory, rank_edges_file,
-                           rank_graph, rank_stream, read_csr)
+                                rank_graph, rank_stream, read_csr)
 
 log = logging.getLogger(__name__)
 
@@ -73,26 +74,34 @@ class RankSummary:
 
 
 def rank_params(cfg: RankingConfig, work_dir: Path | None = None) -> RankParams:
-    """The ranking section of the config as solver parameters."""
+    """The ranking section of the config as solver parameters (``shared_dir``: where a
+    cluster's slices go, ``ranking.cluster_dir`` or else ``work_dir``, made absolute since
+    the workers do not share this process's working directory)."""
+    shared = cfg.cluster_dir if cfg.cluster_dir is not None else work_dir
     return RankParams(
         solver=SolverParams(damping=cfg.damping, tol=cfg.tolerance, max_iter=cfg.max_iter),
         dangling=cfg.dangling,
         interest_from_importance=cfg.interest_teleport == "xml_importance",
-        memory_budget_bytes=cfg.memory_budget_mb * 2**20, work_dir=work_dir)
+        memory_budget_bytes=cfg.memory_budget_mb * 2**20, work_dir=work_dir,
+        shared_dir=None if shared is None else Path(shared).resolve())
 
 
-def run_rank(app: App, progress: ProgressFn | None = None, top: int = 10) -> RankSummary:
+def run_rank(app: App, progress: ProgressFn | None = None, top: int = 10,
+             cluster: str | None = None) -> RankSummary:
     """Rank the store's link graph and write importance and interest back (mean 1).
 
     The process is this command's own, so the memory budget covers all of it, SQLite
     included: its page caches are held to a share of the budget (:func:`sqlite_heap_limit`).
     Without that, the writer's cache (512 MB) fills with every ``urls`` page the write-back
-    touches: +358 MB for 2M pages, against +102 MB under a 64 MB limit, in the same time."""
+    touches: +358 MB for 2M pages, against +102 MB under a 64 MB limit, in the same time.
+
+    ``cluster`` (``xyro rank --cluster``): rank on that Dask scheduler, which must be
+    reachable (an error otherwise, not the daemon's fallback to this host)."""
     budget = app.config.ranking.memory_budget_mb * 2**20
     with sqlite_heap_limit(budget // SQLITE_HEAP_SHARE), app.open_store() as store:
         writer = store.writer(now=app.clock.now)
         try:
-            return rank_store(app, store, writer.submit, progress, top)
+            return rank_store(app, store, writer.submit, progress, top, cluster=cluster)
         finally:
             writer.close()
 
@@ -114,12 +123,17 @@ def sqlite_heap_limit(limit: int) -> Iterator[None]:
 def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
                progress: ProgressFn | None = None, top: int = 10,
                check_stop: StopCheck | None = None,
-               flush: Callable[[], None] | None = None) -> RankSummary:
+               flush: Callable[[], None] | None = None,
+               cluster: str | None = None) -> RankSummary:
     """Rank ``store``'s graph; results and the job record go through ``submit`` (the writer).
 
     ``check_stop`` (optional) is called all along the run and raises to abandon it (the
     exception propagates; see the module doc). ``flush`` (optional, the writer's): wait for
-    each piece of the write-back to be committed before the next."""
+    each piece of the write-back to be committed before the next.
+
+    On a Dask cluster when ``cluster`` (required: unreachable is an error) or
+    ``ranking.cluster`` (unreachable: one warning, and the ranking runs on this host) is
+    set; always out of core there (:mod:`xyro.jobs.rank_cluster`)."""
     started = app.clock.now()
     n, m = store.graph_counts()
     stop_point(check_stop)
@@ -128,18 +142,10 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
                         "first (`xyro crawl` or `xyro demo`), or rank a file with "
                         "`xyro rank --edges FILE.npz`")
     params = rank_params(app.config.ranking, app.database_path.parent)
-    in_memory = fits_in_memory(n, m, params.memory_budget_bytes)
-    log.info("ranking %d pages, %d links %s", n, m, "in memory" if in_memory else
-             f"out of core (memory budget {app.config.ranking.memory_budget_mb} MB)")
-    read_links = partial(store.stream_graph, check_stop=check_stop)
-    if in_memory:
-        indptr, indices, xml_mask = read_csr(read_links, check_stop)
-        n, m = len(indptr) - 1, len(indices)
-        report = rank_graph(indptr, indices, xml_mask, params, progress, check_stop)
-        del indptr, indices, xml_mask
-    else:  # n and m as counted; the snapshot streamed may hold a few more (crawled since)
-        report = rank_stream(read_links, params, progress, check_stop)
-        n = len(report.importance)
+    address = cluster or app.config.ranking.cluster
+    with open_cluster(address, app.config.ranking.cluster_timeout_s,
+                      required=cluster is not None) as session:
+        report, n, m = _rank(store, params, n, m, session, progress, check_stop)
     stop_point(check_stop)
     log.info("ranks computed (%d + %d sweeps); writing them back for %d pages",
              report.importance_iterations, report.interest_iterations, n)
@@ -155,6 +161,28 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
                   f"{n} pages, {m} links, {finished - started:.1f} s"))
     tops = [_top(store.url_of, ids, values, top) for values in (report.importance, interest)]
     return RankSummary(n, m, report, tops[0], tops[1])
+
+
+def _rank(store: MetadataStore, params: RankParams, n: int, m: int,
+          cluster: ClusterSession | None, progress: ProgressFn | None,
+          check_stop: StopCheck | None) -> tuple[RankReport, int, int]:
+    """In memory, out of core on this host, or on the cluster; with n and m as ranked."""
+    in_memory = cluster is None and fits_in_memory(n, m, params.memory_budget_bytes)
+    budget_mb = params.memory_budget_bytes >> 20
+    log.info("ranking %d pages, %d links %s", n, m, "in memory" if in_memory else
+             f"out of core (memory budget {budget_mb} MB)" if cluster is None else
+             f"out of core on the Dask cluster at {cluster.address} ({cluster.threads()} "
+             f"worker threads, memory budget {budget_mb} MB each)")
+    read_links = partial(store.stream_graph, check_stop=check_stop)
+    if in_memory:
+        indptr, indices, xml_mask = read_csr(read_links, check_stop)
+        n, m = len(indptr) - 1, len(indices)
+        report = rank_graph(indptr, indices, xml_mask, params, progress, check_stop)
+        del indptr, indices, xml_mask
+    else:  # n and m as counted; the snapshot streamed may hold a few more (crawled since)
+        report = rank_stream(read_links, params, progress, check_stop, cluster)
+        n = len(report.importance)
+    return report, n, m
 
 
 def _write_back(submit: Callable[[Any], None], ids: np.ndarray, importance: np.ndarray | None,
@@ -183,9 +211,14 @@ def _write_back(submit: Callable[[Any], None], ids: np.ndarray, importance: np.n
 
 
 def rank_edges(path: Path, app: App, progress: ProgressFn | None = None,
-               top: int = 10) -> RankSummary:
-    """Rank a bare .npz edge list (n, src, dst[, xml]); node ids stand for URLs."""
-    report = rank_edges_file(path, rank_params(app.config.ranking), progress)
+               top: int = 10, cluster: str | None = None) -> RankSummary:
+    """Rank a bare .npz edge list (n, src, dst[, xml]); node ids stand for URLs. On a
+    cluster as :func:`rank_store` says (the slices in ``ranking.cluster_dir``, else in the
+    system's temporary folder)."""
+    cfg = app.config.ranking
+    with open_cluster(cluster or cfg.cluster, cfg.cluster_timeout_s,
+                      required=cluster is not None) as session:
+        report = rank_edges_file(path, rank_params(cfg), progress, session)
     with np.load(path) as data:
         links = int(data["src"].shape[0])
     ids = np.arange(report.importance.shape[0])
