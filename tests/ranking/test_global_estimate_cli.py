@@ -85,6 +85,8 @@ def test_edges_mode_reports_errors_against_the_global_pagerank(
     (["--local", "0:10"], "add --global-estimate or drop them"),
     (["--global-estimate"], "needs --local START:STOP"),
     (["--global-estimate", "--local", "0:10", "--extra", "0"], "--extra"),
+    (["--global-estimate", "--local", "0:10", "--cluster", "tcp://127.0.0.1:9"],
+     "--global-estimate runs on this host"),
 ])
 def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, edge_file: tuple[Path, ...],
                                             args: list[str], message: str) -> None:
