@@ -257,7 +257,8 @@ def build_budget(app: App, store: MetadataStore, frontier: Frontier,
     """The daemon's G fetches per unit, continuing the unit a previous run stopped in."""
     cfg = app.config.refresh
     budget = UnitBudget(cfg.bandwidth_pages_per_unit, cfg.time_unit_s, cfg.discovery_share,
-                        lambda: frontier.queued(REFRESH), submit, planner=True)
+                        lambda: frontier.queued(REFRESH), submit, planner=True,
+                        servable=lambda until, cap: frontier.servable(REFRESH, until, cap))
     last = store.fetch_units(1)
     budget.resume(last[0] if last else None, app.clock.now())
     return budget

@@ -52,7 +52,7 @@ def test_unread_pages_beyond_their_share_wait_while_due_pages_are_queued() -> No
     queued[0] = 7  # one fetch more than the due pages need: unread pages may have it
     assert budget.max_level(1.5) == BACKGROUND
     queued[0] = 8
-    assert budget.max_level(0.8 * UNIT_S) == BACKGROUND  # the unit's last fifth: no hold
+    assert budget.max_level(0.8 * UNIT_S) == BACKGROUND  # last fifth, no servable: no hold
     queued[0] = 0  # no due page left: unread pages may take the rest of G
     assert budget.max_level(2.0) == BACKGROUND
     for _ in range(8):
@@ -134,3 +134,57 @@ def test_bad_budgets_and_rows_are_refused() -> None:
             UnitBudget(bandwidth, unit_s, share, lambda: 0, lambda row: None)
     with pytest.raises(ValueError, match="not refresh \\+ discovery \\+ urgent"):
         UnitSpent(0, UNIT_S, 5, 4, 1, 1, 1, None, False, 0.0)
+
+
+def test_in_the_last_fifth_unread_pages_take_only_what_the_due_pages_cannot_use() -> None:
+    """Due pages released together at 0.8 of the unit wait for their hosts' politeness;
+    unread pages of ready hosts must not take the fetches those pages still need."""
+    queued, servable = [8], [8]
+    asked: list[tuple[float, int]] = []
+
+    def can_start(until: float, cap: int) -> int:
+        asked.append((until, cap))
+        return min(servable[0], cap)
+
+    budget = UnitBudget(10, UNIT_S, 0.2, lambda: queued[0], lambda row: None,
+                        servable=can_start)
+    assert budget.max_level(0.0) == BACKGROUND
+    budget.spend(DISCOVERY)
+    budget.spend(DISCOVERY)  # the unread share is spent; 8 fetches left
+    assert budget.max_level(0.85 * UNIT_S) == REFRESH  # all 8 can start before the end
+    assert asked == [(UNIT_S, 8)]
+    servable[0] = 5  # 3 of them cannot (their host's delay): unread pages may have those
+    assert budget.max_level(0.9 * UNIT_S) == BACKGROUND
+    queued[0] = 7  # fewer due pages than fetches left: no need to ask the frontier
+    asked.clear()
+    assert budget.max_level(0.95 * UNIT_S) == BACKGROUND and asked == []
+    queued[0], servable[0] = 9, 9
+    assert budget.max_level(0.5 * UNIT_S) == REFRESH  # before the last fifth: all queued
+
+
+def test_unread_pages_leave_room_for_as_many_urgent_fetches_as_the_last_unit_had() -> None:
+    queued = [0]
+    budget = UnitBudget(10, UNIT_S, 0.3, lambda: queued[0], lambda row: None)
+    assert budget.max_level(0.0) == BACKGROUND
+    budget.spend(URGENT)
+    budget.spend(URGENT)
+    queued[0] = 20
+    budget.spend(DISCOVERY)  # share 3: 2 urgent + 1 unread
+    assert budget.max_level(1.0) == REFRESH
+    # Unit 1: its re-reads have not come yet, but the last unit had 2: unread pages take 1.
+    assert budget.max_level(UNIT_S) == BACKGROUND
+    budget.spend(DISCOVERY)
+    assert budget.max_level(UNIT_S + 1) == REFRESH
+    budget.spend(URGENT)
+    budget.spend(URGENT)  # they came: the refresh share is whole (7 of 10 left)
+    assert budget.bandwidth - budget.fetched == 7
+    # A unit after one with no urgent fetch gives unread pages the whole share again.
+    for level in (REFRESH,) * 6:
+        budget.spend(level)
+    assert budget.max_level(2 * UNIT_S) == BACKGROUND
+    for _ in range(3):
+        budget.spend(DISCOVERY)
+    assert budget.max_level(3 * UNIT_S) == BACKGROUND  # unit 2 had no urgent fetch
+    for _ in range(3):
+        budget.spend(DISCOVERY)
+    assert budget.max_level(3 * UNIT_S + 1) == REFRESH

@@ -346,3 +346,31 @@ def test_random_operations_keep_the_books(seed: int) -> None:
     rest = drain(frontier, clock)
     assert sorted(i.url for i in rest) == sorted(queued)
     assert len(frontier) == 0 and frontier.hosts_waiting == 0 and frontier.next_ready_time() is None
+
+
+def test_servable_counts_what_each_hosts_politeness_lets_start_before_a_time(
+        frontier: Frontier, hosts: HostScheduler, robots: RobotsCache, clock: ManualClock) -> None:
+    """The unit budget's question at the end of a unit (xyro.crawl.unit_budget)."""
+    t0 = clock.now()
+    allow_all(robots, clock, "http://a.example", "http://b.example", "http://c.example")
+    for i in range(6):
+        frontier.push(f"http://a.example/{i}", REFRESH)  # one host: one start per second
+    frontier.push("http://b.example/0", REFRESH)
+    frontier.push("http://b.example/1", REFRESH, not_before=t0 + 2.5)  # counted once due
+    frontier.push("http://c.example/0", DISCOVERY)  # another level: not counted
+    assert frontier.servable(REFRESH, t0 + 3.5, cap=100, now=t0) == 4 + 1
+    assert frontier.servable(REFRESH, t0 + 3.5, cap=3, now=t0) == 3  # stops at the cap
+    assert frontier.servable(REFRESH, t0 + 100, cap=100, now=t0) == 6 + 1
+    item = frontier.pop(t0, max_level=REFRESH)  # a.example starts: its next start is t0 + 1
+    assert item is not None and item.host == "a.example"
+    assert frontier.servable(REFRESH, t0 + 3.5, cap=100, now=t0) == 3 + 1
+    clock.set(t0 + 3.0)
+    frontier.done(item)
+    # b.example/1 is due now and a.example's next start is at t0 + 3: 1 + 2 from 3.0 to 4.5
+    assert frontier.servable(REFRESH, t0 + 4.5, cap=100, now=t0 + 3.0) == 2 + 2
+    hosts.set_crawl_delay("a.example", 10.0)
+    assert frontier.servable(REFRESH, t0 + 4.5, cap=100, now=t0 + 3.0) == 0 + 2
+    assert frontier.servable(REFRESH, t0 + 3.0, cap=100, now=t0 + 3.0) == 0
+    clock.set(t0 + 100)
+    assert len(drain(frontier, clock)) == 5 + 2 + 1  # the DISCOVERY page too
+    assert frontier.servable(REFRESH, clock.now() + 1000, cap=100) == 0

@@ -96,6 +96,8 @@ class FrontierQueues:
         # (level, −cash of its head at a cash level else 0, arrival, host)
         self._ready_heap: list[tuple[int, float, int, str]] = []
         self._level_counts = [0] * LEVELS
+        # Per level, the hosts that had queued items there: pruned lazily by servable().
+        self._hosts_at: list[set[str]] = [set() for _ in range(LEVELS)]
         self._seq = itertools.count()
         self._lock = threading.Lock()
 
@@ -175,6 +177,7 @@ class FrontierQueues:
         if slot.levels is None:
             self._with_queues += 1
         slot.append(item, self._new_queue)
+        self._hosts_at[item.priority].add(item.host)
         level = slot.ready_level
         if level is not None and item.priority < level:
             self._mark_ready(item.host, slot, item.priority)
@@ -189,10 +192,7 @@ class FrontierQueues:
         with ``max_level``, only a host whose best ready level is at most that one."""
         now = self._clock.now() if now is None else now
         with self._lock:
-            while self._delayed and self._delayed[0][0] <= now:
-                _, _, item = heapq.heappop(self._delayed)
-                if self._queued.get(item.url) is item:
-                    self._release(item)
+            self._release_due(now)
             while (host := self.hosts.ready_host(now)) is not None:
                 slot = self._slot(host)
                 best = slot.best()
@@ -213,6 +213,12 @@ class FrontierQueues:
                 if item is not None:
                     return item
             return None
+
+    def _release_due(self, now: float) -> None:
+        while self._delayed and self._delayed[0][0] <= now:
+            _, _, item = heapq.heappop(self._delayed)
+            if self._queued.get(item.url) is item:
+                self._release(item)
 
     def _mark_ready(self, host: str, slot: HostSlot, level: int) -> None:
         if slot.ready_level is None:
@@ -373,6 +379,30 @@ class FrontierQueues:
             if self._delayed:
                 times.append(self._delayed[0][0])
             return min(times) if times else None
+
+    def servable(self, level: int, until: float, cap: int, now: float | None = None) -> int:
+        """How many of the items queued at ``level`` their hosts' politeness lets start
+        before ``until`` (:meth:`HostScheduler.starts_before`), counted up to ``cap``.
+
+        Items still waiting for their ``not_before`` are not counted. The unit budget asks
+        this at the end of a unit, so that unread pages take only the fetches the due pages
+        queued then cannot use (:mod:`xyro.crawl.unit_budget`). O(hosts with items at
+        ``level``), stopping at ``cap``.
+        """
+        now = self._clock.now() if now is None else now
+        with self._lock:
+            self._release_due(now)
+            hosts = self._hosts_at[level]
+            total = 0
+            for host in list(hosts):
+                live = self._slot(host).live
+                if live is None or not live[level]:
+                    hosts.discard(host)
+                    continue
+                total += self.hosts.starts_before(host, now, until, live[level])
+                if total >= cap:
+                    return cap
+            return total
 
     def queued(self, level: int) -> int:
         """Queued URLs (delayed ones included) at ``level``."""

@@ -284,6 +284,23 @@ class HostScheduler:
             st = self._hosts.get(host)
             return st.next_ok if st else float("-inf")
 
+    def starts_before(self, host: str, now: float, until: float, limit: int) -> int:
+        """The most request starts (up to ``limit``) the rules let ``host`` make in
+        [``now``, ``until``), assuming each request ends before the next may start: its next
+        allowed start, then one every max(``delay_s``, Crawl-delay)."""
+        with self._lock:
+            st = self._hosts.get(host)
+            if st is None or not self.enforce:
+                return limit
+            gap = max(self.delay_s, st.crawl_delay)
+            first = st.last_start + gap if st.in_flight else st.next_ok
+            first = max(now, first)
+            if first >= until:
+                return 0
+            if gap <= 0:
+                return limit
+            return min(limit, 1 + int((until - first) // gap))
+
     def waiting(self, now: float | None = None) -> int:
         """Hosts with work whose next allowed start is still ahead of ``now`` (delay,
         Crawl-delay, Retry-After or back-off), for the metrics endpoint.

@@ -9,13 +9,18 @@ still queued.
 
 The split: unread pages (DISCOVERY, BACKGROUND: Greedy by OPIC cash) get their share ρ·G,
 less the unplanned URGENT fetches (seeds, operator requests, sitemap and feed re-reads), so
-that the planner's refresh share stays whole. Beyond it they take only what the unit's
+that the planner's refresh share stays whole. Urgent fetches come when they come (re-reads
+with the unit's plan, just after unread pages have started on their share), so unread pages
+leave room for as many as the previous unit had. Beyond it they take only what the unit's
 budget has left over the due pages (REFRESH) still queued, and only once the unit's plan is
 in (:meth:`planned`: the daemon plans each unit just after it starts): due pages waiting for
 their due time or for their host's politeness delay, or not yet planned, are not crowded
 out by the unread pages of ready hosts, and neither share stays idle while the other has
-work (``refresh.compose_unit`` plans the same split). In the unit's last fifth the hold
-ends: what the due pages have not used by then goes to unread pages, so G is spent.
+work (``refresh.compose_unit`` plans the same split). In the unit's last fifth (the planner
+has released every due page by then) the hold counts only the due pages their hosts can still
+start before the unit ends (``servable``: politeness, Crawl-delay, back-off): what they
+cannot use goes to unread pages, so G is spent, and unread pages on ready hosts do not take
+the fetches that due pages released together on one host still need.
 
 Not counted against G: fetches at the LOADER level (the DTDs and entities of a document
 already fetched are part of loading it, and a document waiting for them must not wait a
@@ -38,8 +43,8 @@ from xyro.clock import unit_index
 from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
 
 
-#: The last share of a unit in which unread pages may take whatever the due pages did not:
-#: due pages are all released by then (the planner's LATEST_IN_UNIT, 0.8).
+#: The last share of a unit, in which the hold counts only the due pages their hosts can
+#: still start in it: due pages are all released by then (the planner's LATEST_IN_UNIT, 0.8).
 FREE_AT_END = 0.2
 
 
@@ -47,7 +52,9 @@ class UnitBudget:
     """G page fetches per time unit of ``unit_s`` clock seconds (module doc).
 
     ``queued_refresh``: how many refresh-level pages the frontier holds now (read when a
-    unit ends); ``record``: where :class:`UnitSpent` rows go (the metadata writer).
+    unit ends); ``servable(until, cap)``: how many of them their hosts can start before
+    ``until``, counted up to ``cap`` (``Frontier.servable``; None: all of them, until the
+    last fifth of the unit, and none in it); ``record``: where :class:`UnitSpent` rows go (the metadata writer).
     The dispatcher thread counts; :meth:`record` (the daemon's status job) and
     :meth:`snapshot` may run in any thread: a lock keeps a unit's rows in the order written,
     so a running row never lands after the unit's final one.
@@ -55,7 +62,8 @@ class UnitBudget:
 
     def __init__(self, bandwidth: int, unit_s: float, discovery_share: float,
                  queued_refresh: Callable[[], int],
-                 record: Callable[[UnitSpent], object], planner: bool = False) -> None:
+                 record: Callable[[UnitSpent], object], planner: bool = False,
+                 servable: Callable[[float, int], int] | None = None) -> None:
         if bandwidth < 1 or not unit_s > 0 or not 0.0 <= discovery_share <= 1.0:
             raise ValueError(f"a fetch budget needs bandwidth >= 1 (got {bandwidth}), a "
                              f"positive time unit (got {unit_s} s) and a discovery share in "
@@ -64,12 +72,14 @@ class UnitBudget:
         self.unit_s = unit_s
         self.discovery = round(discovery_share * bandwidth)  # ρ·G, as compose_unit rounds it
         self._queued_refresh = queued_refresh
+        self._servable = servable
         self._record = record
         self._lock = threading.Lock()
         self._planner = planner  # a planner queues each unit's due pages (the daemon)
         self._planned: int | None = None  # the last unit whose due pages were queued
         self.unit: int | None = None
         self._spent = [0, 0, 0]  # refresh, discovery, urgent
+        self._urgent_forecast = 0  # the previous unit's urgent fetches (module doc)
         self.previous: UnitSpent | None = None
 
     def resume(self, row: UnitSpent | None, now: float) -> None:
@@ -94,12 +104,17 @@ class UnitBudget:
         wait, else BACKGROUND (every level)."""
         if not self.allows(now):
             return LOADER
-        if (self._spent[1] + self._spent[2] >= self.discovery
-                and now < self.next_unit_at() - FREE_AT_END * self.unit_s
-                and (self._queued_refresh() >= self.bandwidth - self.fetched
-                     or (self._planner and self._planned != self.unit))):
-            return REFRESH
-        return BACKGROUND
+        if self._spent[1] + max(self._spent[2], self._urgent_forecast) < self.discovery:
+            return BACKGROUND
+        left = self.bandwidth - self.fetched
+        end = self.next_unit_at()
+        if now < end - FREE_AT_END * self.unit_s:
+            if self._planner and self._planned != self.unit:
+                return REFRESH
+            return REFRESH if self._queued_refresh() >= left else BACKGROUND
+        if self._servable is None or self._queued_refresh() < left:
+            return BACKGROUND  # cheap test first: every queued due page fits in what is left
+        return REFRESH if self._servable(end, left) >= left else BACKGROUND
 
     def planned(self, unit: int) -> None:
         """The planner queued ``unit``'s due pages (or gave up): unread pages beyond their
@@ -136,6 +151,7 @@ class UnitBudget:
         with self._lock:  # the ended row and the new count, with no record() between
             if self.unit is not None and unit != self.unit:
                 self.previous = self._write(now, ended=True)
+                self._urgent_forecast = self._spent[2] if unit == self.unit + 1 else 0
             self.unit = unit
             self._spent = [0, 0, 0]
 
