@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import kendalltau
 
 TOP_K = 100
 MAX_TAU_PAGES = 200_000
@@ -118,5 +117,9 @@ def _kendall(a: np.ndarray, b: np.ndarray, max_pages: int,
         a, b = a[pick], b[pick]
     if a.size < 2:
         return None, int(a.size), sampled
+    # Imported here: scipy.stats costs ~1 s to import, and every CLI command and the
+    # daemon load this module; only a comparison needs it.
+    from scipy.stats import kendalltau
+
     tau = float(kendalltau(a, b).statistic)
     return (None if math.isnan(tau) else tau), int(a.size), sampled

@@ -52,7 +52,6 @@ from enum import StrEnum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 
 from refresh.observations import ChangeObservations
 
@@ -100,6 +99,10 @@ def _solve_score_root(c: NDArray[np.float64], v_sum: float) -> float:
     hi = n / v_sum
     if hi <= lo * (1.0 + 1e-14):  # all c_j·x tiny: the bounds coincide
         return hi
+    # Imported here: scipy.optimize costs ~1 s to import, paid by every CLI command if
+    # at the top; the first estimate pays it once.
+    from scipy.optimize import brentq
+
     root = brentq(lambda u: _score(c, v_sum, math.exp(u)), math.log(lo), math.log(hi),
                   xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
     return math.exp(root)

@@ -1,5 +1,5 @@
 """Keeps tests/bench/e2e_freshness.py from rotting: a tiny run (400 pages, 4 hosts, 4 units at
-1,200x, the planner and the uniform baseline), its one JSON line checked."""
+3,000x, the planner and the uniform baseline), its one JSON line checked."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ SUMMARY = {"planner_over_clamped_optimum", "uniform_over_planner",
 
 def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     run = subprocess.run([sys.executable, str(BENCH), "--pages", "400", "--hosts", "4",
-                          "--units", "4", "--speed", "1200", "--policies", "planner,uniform"],
+                          "--units", "4", "--speed", "3000", "--policies", "planner,uniform"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()

@@ -87,7 +87,7 @@ _NEAR_PLAIN = st.builds(
     st.lists(st.text(alphabet="abcXYZ019._~-%/?#:;=&+ä ", max_size=8), max_size=5))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(_NEAR_PLAIN)
 def test_fast_path_agrees_with_w3lib(url: str) -> None:
     """URLs taken as already canonical come out of the general (w3lib) path unchanged."""
@@ -109,7 +109,7 @@ _PLAIN_BASES = st.builds(
     st.lists(st.text(alphabet="ab0._~-", max_size=5), max_size=4))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(_PLAIN_BASES | _NEAR_PLAIN,
        st.text(alphabet="ab._/", max_size=8) | st.text(alphabet="ab0._~-/%?#:ä ", max_size=10))
 def test_join_plain_agrees_with_resolve_and_canonicalize(base: str, href: str) -> None:
