@@ -2,15 +2,16 @@
 
 The ranking job checks the daemon's stop flag all along its run (inside the store's scans,
 between the chunks and slices of the out-of-core path, every sweep, every committed piece of
-the write-back), so a stop never waits for a whole ranking. A real store of a million pages
-and twenty million links, written straight into SQLite as tests/bench/rank_job_memory.py
-does (about 7 s, once per module), makes one ranking (to a tolerance of 1e-10) take about
-21 s out of core and 15 s in memory in the daemon on the 2-core test machine; the daemon
-itself needs 6-10 s to start on it (its seen-set of every URL). The signal is sent in each
-long step of the run, found from the job's log lines. The crawl is busy at the same time:
-four hosts answer robots.txt at once and never answer a page, so each has one fetch in
-flight and four URLs queued when the signal comes, and all twenty must still be in the
-``frontier`` table after the stop (in-flight work goes back, DESIGN.md §7).
+the write-back), so a stop never waits for a whole ranking. A real store of half a million
+pages and ten million links, written straight into SQLite as tests/bench/rank_job_memory.py
+does (about 8 s, once per module), makes each long step of one ranking (to a tolerance of
+1e-10) last seconds in the daemon on the 2-core test machine, which is all a stop in it
+needs (twice that store made the module take 2.5 minutes of the suite for nothing more);
+the daemon itself needs seconds to start on it (its seen-set of every URL). The signal is
+sent in each long step of the run, found from the job's log lines. The crawl is busy at the
+same time: four hosts answer robots.txt at once and never answer a page, so each has one
+fetch in flight and four URLs queued when the signal comes, and all twenty must still be in
+the ``frontier`` table after the stop (in-flight work goes back, DESIGN.md §7).
 
 The stop points themselves are checked in process first, on a small store: a stop at any
 of them ends the run with the caller's exception (never SQLite's), leaves no temporary file,
@@ -46,8 +47,8 @@ from xyro.jobs.rank_job import RankParams, RankReport, rank_graph, rank_stream, 
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"PATH": "/usr/bin:/bin"}
-PAGES = 1_000_000
-LINKS = 20_000_000
+PAGES = 500_000
+LINKS = 10_000_000
 ROWS_PER_TRANSACTION = 200_000
 STOP_WITHIN_S = 10.0
 OUT_OF_CORE_MB = 256   # the daemon itself holds ~200 MB: the ranking gets its minimum share
@@ -108,7 +109,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("big") / "xyro.db"
     _build_store(path, PAGES, LINKS)
     yield path
-    path.unlink()  # ~290 MB: not worth keeping among pytest's last runs
+    path.unlink()  # ~150 MB: not worth keeping among pytest's last runs
 
 
 @pytest.fixture

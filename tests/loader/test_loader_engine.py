@@ -24,7 +24,9 @@ def _doc(text: str = "hello &who;") -> bytes:
 
 
 def test_synthetic_web_documents_validate_and_each_dtd_is_fetched_once(tmp_path: Path, make_app, db_rows) -> None:
-    spec = WebSpec(seed=5, n_hosts=3, n_pages=90, xml_share=0.6, hostile=frozenset())
+    # No Crawl-delay: a host asking 2 s between requests would make this a 25 s test.
+    spec = WebSpec(seed=5, n_hosts=3, n_pages=90, xml_share=0.6, hostile=frozenset(),
+                   crawl_delay_share=0.0)
     with SyntheticWeb(spec, WallClock()) as web:
         app = make_app(tmp_path, web.seeds, delay_s=0.05, workers=6)
         run_crawl(app, max_pages=400, max_seconds=60)
