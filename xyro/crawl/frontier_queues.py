@@ -96,7 +96,8 @@ class FrontierQueues:
         # (level, −cash of its head at a cash level else 0, arrival, host)
         self._ready_heap: list[tuple[int, float, int, str]] = []
         self._level_counts = [0] * LEVELS
-        # Per level, the hosts that had queued items there: pruned lazily by servable().
+        # Per level, the hosts that had queued items there: pruned lazily by servable(), and
+        # never more than the hosts the scheduler keeps a slot for anyway.
         self._hosts_at: list[set[str]] = [set() for _ in range(LEVELS)]
         self._seq = itertools.count()
         self._lock = threading.Lock()

@@ -53,8 +53,9 @@ class UnitBudget:
 
     ``queued_refresh``: how many refresh-level pages the frontier holds now (read when a
     unit ends); ``servable(until, cap)``: how many of them their hosts can start before
-    ``until``, counted up to ``cap`` (``Frontier.servable``; None: all of them, until the
-    last fifth of the unit, and none in it); ``record``: where :class:`UnitSpent` rows go (the metadata writer).
+    ``until``, counted up to ``cap`` (``Frontier.servable``; None: all of them until the
+    last fifth of the unit, none in it); ``record``: where :class:`UnitSpent` rows go (the
+    metadata writer).
     The dispatcher thread counts; :meth:`record` (the daemon's status job) and
     :meth:`snapshot` may run in any thread: a lock keeps a unit's rows in the order written,
     so a running row never lands after the unit's final one.
