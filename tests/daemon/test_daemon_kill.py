@@ -70,7 +70,7 @@ from xyro.loader.warehouse import Warehouse
 from xyro.synthweb.spec import WebSpec
 from xyro.synthweb.web import SyntheticWeb
 
-SPEC = WebSpec(seed=21, n_hosts=4, n_pages=420, hostile=frozenset(), crawl_delay_share=0.0)
+SPEC = WebSpec(seed=21, n_hosts=4, n_pages=300, hostile=frozenset(), crawl_delay_share=0.0)
 KILLS = 20
 RNG_SEED = 20_611
 #: The writer commits what arrived within this many seconds of a batch's first op (metadata
