@@ -151,13 +151,15 @@ def test_in_the_last_fifth_unread_pages_take_only_what_the_due_pages_cannot_use(
     assert budget.max_level(0.0) == BACKGROUND
     budget.spend(DISCOVERY)
     budget.spend(DISCOVERY)  # the unread share is spent; 8 fetches left
-    assert budget.max_level(0.85 * UNIT_S) == REFRESH  # all 8 can start before the end
-    assert asked == [(UNIT_S, 8)]
+    assert budget.max_level(0.82 * UNIT_S) == REFRESH  # all 8 can start in time
+    assert asked == [(0.9 * UNIT_S, 8)]  # before the last tenth, which holds nothing
     servable[0] = 5  # 3 of them cannot (their host's delay): unread pages may have those
-    assert budget.max_level(0.9 * UNIT_S) == BACKGROUND
+    assert budget.max_level(0.85 * UNIT_S) == BACKGROUND
+    servable[0] = 8
+    assert budget.max_level(0.9 * UNIT_S) == BACKGROUND  # the last tenth: G is spent
     queued[0] = 7  # fewer due pages than fetches left: no need to ask the frontier
     asked.clear()
-    assert budget.max_level(0.95 * UNIT_S) == BACKGROUND and asked == []
+    assert budget.max_level(0.86 * UNIT_S) == BACKGROUND and asked == []
     queued[0], servable[0] = 9, 9
     assert budget.max_level(0.5 * UNIT_S) == REFRESH  # before the last fifth: all queued
 

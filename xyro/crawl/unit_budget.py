@@ -18,9 +18,10 @@ their due time or for their host's politeness delay, or not yet planned, are not
 out by the unread pages of ready hosts, and neither share stays idle while the other has
 work (``refresh.compose_unit`` plans the same split). In the unit's last fifth (the planner
 has released every due page by then) the hold counts only the due pages their hosts can still
-start before the unit ends (``servable``: politeness, Crawl-delay, back-off): what they
-cannot use goes to unread pages, so G is spent, and unread pages on ready hosts do not take
-the fetches that due pages released together on one host still need.
+start before its last tenth (``servable``: politeness, Crawl-delay, back-off), and in the
+last tenth nothing holds: what due pages cannot use goes to unread pages, so G is spent, and
+unread pages on ready hosts do not take the fetches that due pages released together on one
+host still need.
 
 Not counted against G: fetches at the LOADER level (the DTDs and entities of a document
 already fetched are part of loading it, and a document waiting for them must not wait a
@@ -46,6 +47,8 @@ from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
 #: The last share of a unit, in which the hold counts only the due pages their hosts can
 #: still start in it: due pages are all released by then (the planner's LATEST_IN_UNIT, 0.8).
 FREE_AT_END = 0.2
+#: The last share of a unit in which nothing holds unread pages back, so G is spent.
+HOLD_TO_END = 0.1
 
 
 class UnitBudget:
@@ -113,9 +116,12 @@ class UnitBudget:
             if self._planner and self._planned != self.unit:
                 return REFRESH
             return REFRESH if self._queued_refresh() >= left else BACKGROUND
-        if self._servable is None or self._queued_refresh() < left:
+        # The last tenth holds nothing: on an accelerated clock (the demo, the tests) a due
+        # page its host could start in time may still miss the end in real time.
+        last_hold = end - HOLD_TO_END * self.unit_s
+        if self._servable is None or now >= last_hold or self._queued_refresh() < left:
             return BACKGROUND  # cheap test first: every queued due page fits in what is left
-        return REFRESH if self._servable(end, left) >= left else BACKGROUND
+        return REFRESH if self._servable(last_hold, left) >= left else BACKGROUND
 
     def planned(self, unit: int) -> None:
         """The planner queued ``unit``'s due pages (or gave up): unread pages beyond their
