@@ -27,6 +27,7 @@ def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     assert (summary["pages"], summary["hosts"], summary["units"]) == (400, 4, 4)
     assert summary["planner_over_clamped_optimum"] > 0 and summary["uniform_over_planner"] > 0
     assert summary["change_proportional_over_planner"] is None  # not run
+    assert isinstance(summary["daemon_kept_up"], bool)  # its value depends on the machine's load
     assert report["setup"]["pages_scored"] > 0
     for policy in ("planner", "uniform"):
         figures = report[policy]
