@@ -85,6 +85,11 @@ def log(msg: str) -> None:
 
 # -- the web and its truth ---------------------------------------------------------------
 
+def budget_g(args: argparse.Namespace) -> int:
+    """G, the fetches per unit: 10 % of the pages (``refresh.bandwidth_pages_per_unit``)."""
+    return args.pages // 10
+
+
 def web_spec(args: argparse.Namespace) -> WebSpec:
     """What ``python -m xyro.synthweb`` builds from the options :func:`web_cmd` passes."""
     return WebSpec(seed=args.seed, n_hosts=args.hosts, n_pages=args.pages, hostile=frozenset(),
@@ -169,7 +174,7 @@ def run_policy(args: argparse.Namespace, policy: str, tmp: Path) -> Run:
     try:
         assert web.stdout is not None
         seeds = [web.stdout.readline().strip() for _ in range(args.hosts)]
-        config = daemon_config(folder, seeds, policy, agent, args.pages // 10,
+        config = daemon_config(folder, seeds, policy, agent, budget_g(args),
                                args.discovery_share)
         xyro = [sys.executable, "-m", "xyro", "-c", str(config)]
         subprocess.run([*xyro, "init"], check=True, capture_output=True, cwd=REPO)
@@ -299,7 +304,7 @@ def keeps_up(name: str, figures: dict[str, Any], args: argparse.Namespace) -> bo
     """Whether the daemon spent its budget G in the window (work exists every unit once the
     web is found); if not, it was CPU-bound at this ``--speed`` and the scores measure an
     overloaded daemon (its jobs starved, its plan late), not the refresh policy."""
-    g = args.pages // 10
+    g = budget_g(args)
     spent = figures.get("fetched_per_unit", 0.0)
     if spent >= 0.95 * g:
         return True
@@ -383,7 +388,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
                      "politeness_violations": politeness(run, truth)}
     kept_up = all([keeps_up(name, out[name], args) for name in runs])  # each one says why
     r, lam = truth.r[pages], truth.rates[pages]
-    g = out["planner"].get("refresh_per_unit") or args.pages // 10 * 0.8
+    g = out["planner"].get("refresh_per_unit") or budget_g(args) * 0.8
     s = float(np.sum(np.sqrt(r * lam)))
     opt = optimum(r, lam, g)
     r_hat, lam_hat = daemon_estimates(runs["planner"].db, truth, pages)
@@ -400,7 +405,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
         "optimum_with_daemon_importance_over_optimum": optimum(r, lam, g, plan_r=r_hat) / opt,
         "optimum_with_daemon_rates_over_optimum": optimum(r, lam, g, plan_lam=lam_hat) / opt,
         "optimum_with_both_over_optimum": optimum(r, lam, g, r_hat, lam_hat) / opt,
-        "bandwidth_share_refreshing": round(g / (args.pages // 10), 3),
+        "bandwidth_share_refreshing": round(g / budget_g(args), 3),
         "planner_over_optimum": planner / opt,
     }
     summary = {
@@ -417,7 +422,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
     return {"summary": summary, **out, "setup": {
         "pages_scored": int(pages.size), "window_units": [int(a // UNIT_S) - int(SIM_START // UNIT_S),
                                                           args.units],
-        "unit_s": UNIT_S, "speed": args.speed, "bandwidth_pages_per_unit": args.pages // 10,
+        "unit_s": UNIT_S, "speed": args.speed, "bandwidth_pages_per_unit": budget_g(args),
         "politeness_delay_s": DELAY_S, "t_max_units": T_MAX, "web_seed": args.seed,
         "discovery_share": args.discovery_share,
         "rate_mean_per_unit": RATE_MEAN_PER_UNIT, "rate_gamma_shape": RATE_SHAPE,
