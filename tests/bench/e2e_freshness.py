@@ -29,8 +29,10 @@ intervals in [1, t_max]) at the refresh bandwidth the planner's run really had (
 refresh fetches per unit over the window). Where the planner's remaining gap goes, as
 steady-state plans scored with the truth: the optimum planned with the daemon's own
 importance (from the graph it crawled) instead of the true one, with its own rate estimates
-instead of the true ones, and with both; and the bandwidth its refresh share lost to
-discovery and politeness (G against refresh fetches per unit).
+instead of the true ones (and, split by estimator, with its λ̂ only on the pages rated from
+Last-Modified dates or only on those rated from signatures), and with both; and the
+bandwidth its refresh share lost to discovery and politeness (G against refresh fetches per
+unit).
 
 Prints ONE JSON line; ``summary`` holds ``planner_over_clamped_optimum``,
 ``uniform_over_planner``, ``change_proportional_over_planner``, ``politeness_violations``,
@@ -260,15 +262,19 @@ def optimum(r: np.ndarray, lam: np.ndarray, g: float, plan_r: np.ndarray | None 
     return time_average_obsolescence(r, lam, plan.intervals)
 
 
-def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The planner run's own r̂ (importance for XML, interest for HTML) and λ̂ (per unit)
-    of ``pages``, from its store; NaN where it has none."""
+def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The planner run's own r̂ (importance for XML, interest for HTML), λ̂ (per unit) and
+    the source of each λ̂ (``urls.rate_source``: last-modified, signature-mle, ...) of
+    ``pages``, from its store; a page without an estimate takes the mean (source "")."""
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT url, type, importance, interest, rate FROM urls").fetchall()
+    rows = conn.execute("SELECT url, type, importance, interest, rate, rate_source "
+                        "FROM urls").fetchall()
     conn.close()
     r_hat = np.full(len(truth.model.pages), np.nan)
     lam_hat = np.full(len(truth.model.pages), np.nan)
-    for url, kind, imp, inter, rate in rows:
+    source = np.full(len(truth.model.pages), "", dtype=object)
+    for url, kind, imp, inter, rate, rate_source in rows:
         parts = urlsplit(url)
         page = truth.page_of.get((parts.hostname or "", parts.path or "/"))
         if page is None:
@@ -276,12 +282,26 @@ def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray) -> tuple[np.ndar
         r_hat[page] = imp if kind == "xml" else inter  # the planner's r (DESIGN.md §6)
         if rate is not None:
             lam_hat[page] = rate * UNIT_S
+            source[page] = rate_source or ""
     r_hat, lam_hat = r_hat[pages], lam_hat[pages]
     # A page without an estimate takes the mean of those with one (1 when none has one: a
     # run too short for a ranking, as the planner's own default).
     r_hat = np.where(np.isfinite(r_hat), r_hat, _mean_or_one(r_hat))
     lam_hat = np.where(np.isfinite(lam_hat), lam_hat, _mean_or_one(lam_hat))
-    return r_hat / r_hat.mean(), lam_hat
+    return r_hat / r_hat.mean(), lam_hat, source[pages]
+
+
+def rate_gap_by_source(r: np.ndarray, lam: np.ndarray, g: float, lam_hat: np.ndarray,
+                       source: np.ndarray, opt: float) -> dict[str, float]:
+    """The optimum planned with the daemon's λ̂ on one estimator's pages only (the truth on
+    the others), over the optimum: which estimator's errors cost what."""
+    out = {}
+    for name, key in (("last_modified", "last-modified"), ("signature", "signature-mle")):
+        mine = source == key
+        out[f"optimum_with_daemon_rates_on_{name}_pages_over_optimum"] = \
+            optimum(r, lam, g, plan_lam=np.where(mine, lam_hat, lam)) / opt
+        out[f"pages_rated_by_{name}"] = int(mine.sum())
+    return out
 
 
 def _mean_or_one(values: np.ndarray) -> float:
@@ -391,7 +411,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
     g = out["planner"].get("refresh_per_unit") or budget_g(args) * 0.8
     s = float(np.sum(np.sqrt(r * lam)))
     opt = optimum(r, lam, g)
-    r_hat, lam_hat = daemon_estimates(runs["planner"].db, truth, pages)
+    r_hat, lam_hat, source = daemon_estimates(runs["planner"].db, truth, pages)
     planner = out["planner"]["obsolescence"]
     changing = lam > 0
     out["references"] = {
@@ -405,6 +425,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
         "optimum_with_daemon_importance_over_optimum": optimum(r, lam, g, plan_r=r_hat) / opt,
         "optimum_with_daemon_rates_over_optimum": optimum(r, lam, g, plan_lam=lam_hat) / opt,
         "optimum_with_both_over_optimum": optimum(r, lam, g, r_hat, lam_hat) / opt,
+        **rate_gap_by_source(r, lam, g, lam_hat, source, opt),
         "bandwidth_share_refreshing": round(g / budget_g(args), 3),
         "planner_over_optimum": planner / opt,
     }

@@ -10,7 +10,7 @@ from scipy import stats
 
 from xyro.clock import ManualClock
 from xyro.synthweb import SyntheticWeb
-from xyro.synthweb.changes import ChangeProcess
+from xyro.synthweb.changes import MAX_AGE, ChangeProcess
 
 T0 = 1_780_000_000.0
 
@@ -32,6 +32,18 @@ def test_gaps_are_exponential() -> None:
     times = np.array(proc.events(0, T0, T0 + 60 * 2000))
     gaps = np.diff(np.concatenate([[T0], times]))
     assert stats.kstest(gaps, "expon", args=(0, 60.0)).pvalue > 0.001
+
+
+def test_last_change_before_t0_is_that_of_the_same_poisson_process() -> None:
+    # The age of version 0 at t0 is the backward recurrence time of the page's own process,
+    # Exp(lambda), unless the page was created later (at most MAX_AGE before t0); a birth
+    # drawn without the rate would date a page changing hourly weeks back.
+    rates = np.full(2000, 1 / 3600.0)
+    proc = ChangeProcess(seed=3, rates=rates, t0=T0)
+    ages = np.array([T0 - proc.birth(i) for i in range(2000)])
+    assert stats.kstest(ages, "expon", args=(0, 3600.0)).pvalue > 0.001
+    slow = ChangeProcess(seed=3, rates=np.array([1e-12, 0.0]), t0=T0)
+    assert 0 < T0 - slow.birth(0) <= MAX_AGE and 0 < T0 - slow.birth(1) <= MAX_AGE
 
 
 def test_events_do_not_depend_on_query_order() -> None:

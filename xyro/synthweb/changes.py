@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 CHUNK = 64  # events drawn at a time; fixed so results are query-order independent
-MAX_AGE = 30 * 86400.0  # version 0 was created up to 30 clock days before t0
+MAX_AGE = 30 * 86400.0  # pages were created up to 30 clock days before t0
 
 
 class ChangeProcess:
@@ -28,8 +28,13 @@ class ChangeProcess:
         self._events: dict[int, list[float]] = {}
         self._rngs: dict[int, np.random.Generator] = {}
         self._lock = threading.Lock()
-        ages = np.random.default_rng([seed, 2]).random(len(self._rates)) * MAX_AGE
-        self._births = (self.t0 - ages).tolist()
+        created = np.random.default_rng([seed, 2]).random(len(self._rates)) * MAX_AGE
+        since_change = np.full(len(self._rates), np.inf)
+        changing = self._rates > 0
+        since_change[changing] = (np.random.default_rng([seed, 3])
+                                  .standard_exponential(len(self._rates))[changing]
+                                  / self._rates[changing])
+        self._births = (self.t0 - np.minimum(created, since_change)).tolist()
 
     def rate(self, page: int) -> float:
         return float(self._rates[page])
