@@ -193,6 +193,16 @@ def due_ids(conn: sqlite3.Connection, unit: int) -> list[int]:
         "SELECT id FROM urls WHERE due_unit IS NOT NULL AND due_unit <= ?", (unit,))]
 
 
+def next_folders(conn: sqlite3.Connection, unit: int, limit: int) -> list[tuple[int, int]]:
+    """(id, folder) of up to ``limit`` pages filed after ``unit``, the earliest folder first
+    (then by id): the first entries of the partial index ``urls_due`` past the unit."""
+    if limit <= 0:
+        return []
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT id, due_unit FROM urls WHERE due_unit IS NOT NULL AND due_unit > ? "
+        "ORDER BY due_unit, id LIMIT ?", (unit, limit))]
+
+
 def unread_ranked(conn: sqlite3.Connection, limit: int) -> list[int]:
     """Up to ``limit`` unread URL ids, highest OPIC cash first, then importance, then id
     (NULLs after every value: SQLite sorts NULL lowest, so last when descending).

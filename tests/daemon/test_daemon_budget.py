@@ -44,9 +44,12 @@ def test_each_unit_spends_exactly_its_budget_and_the_web_saw_no_more(tmp_path: P
     # The split (rho = 0.2 by default): once the planner's units run, the due pages get
     # their share (1 - rho) G: unread pages take only what the due pages leave, and urgent
     # fetches come out of the unread pages' share (tests/crawl/test_unit_budget.py).
+    # The folders hold a little less than the share (a page is read after its due time,
+    # never before: 44 to 48 of 48 a unit here, and with unread pages left nothing reads
+    # ahead), and at 60x a due page or two a unit misses the end in real time (carried over).
     maintenance = round((1 - app.config.refresh.discovery_share) * G)
     late = whole[-3:]
-    assert sum(u[3] for u in late) >= 0.9 * maintenance * len(late), units
+    assert sum(u[3] for u in late) >= 0.8 * maintenance * len(late), units
     assert sum(u[3] for u in whole) > sum(u[4] for u in whole) > 0  # both shares spent
     # What the web served: every page fetch the daemon counted (those still in flight at the
     # stop may have given up before sending), plus robots.txt and the DTDs that XML

@@ -341,7 +341,7 @@ def test_collector_buckets_jobs_and_labels() -> None:
                                     "failed": False})
     jobs = JobFigures()
     jobs.planned(UnitFigures(unit=7, planned=40, due=9, discovery=2, deferred=1,
-                             omega_g=0.5, omega_plan=0.6, seconds=0.01))
+                             omega_g=0.5, omega_plan=0.6, seconds=0.01, ahead=3))
     jobs.ranked(1.5)
     jobs.failed("rank", "skipped")
     endpoint = MetricsEndpoint(load_config(None, {}, ()).metrics)
@@ -370,6 +370,7 @@ def test_collector_buckets_jobs_and_labels() -> None:
     assert value(families, "xyro_writer_batch_size_sum") == 30
     assert value(families, "xyro_planner_due_pages") == 9
     assert value(families, "xyro_planner_deferred_pages") == 1
+    assert value(families, "xyro_planner_ahead_pages") == 3
     assert value(families, "xyro_planner_predicted_obsolescence") == 0.5
     assert value(families, "xyro_rank_job_duration_seconds") == 1.5
     assert value(families, "xyro_rank_job_runs_total", outcome="ok") == 1

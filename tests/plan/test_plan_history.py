@@ -40,6 +40,7 @@ class Web:
     changed_at: dict[str, float] = field(default_factory=dict)
     seen: dict[str, float] = field(default_factory=dict)
     n_new: int = 0
+    links: bool = True  # a first fetch finds two new URLs
 
     def page(self, url: str) -> None:
         if url not in self.rate:
@@ -60,7 +61,7 @@ class Web:
         host = url.split("/")[2]
         dated = host in ("h0.example", "h1.example")
         kids: tuple[str, ...] = ()
-        if first:
+        if first and self.links:
             kids = tuple(self.new_url() for _ in range(2))
         kind = PageType.XML if url.endswith(".xml") else PageType.HTML
         return FetchRecord(url, t, kind, http_status=200,
@@ -136,12 +137,15 @@ def rank_run(store: MetadataStore, rng: np.random.Generator, at: float) -> None:
         writer.submit(JobRun("rank", at, at, "ok"))
 
 
-@pytest.mark.parametrize("seed", [3, 11])
-def test_folder_planner_matches_the_full_scan(tmp_path: Path, kit, seed: int) -> None:
+@pytest.mark.parametrize("seed,discover", [(3, True), (11, True), (5, False)])
+def test_folder_planner_matches_the_full_scan(tmp_path: Path, kit, seed: int,
+                                              discover: bool) -> None:
+    """With ``discover`` False nothing is left unread, so the units whose due folder holds
+    less than G read pages of the next folders: both must pick the same ones."""
     rng = np.random.default_rng(seed)
-    web = Web(rng)
-    settings = kit.settings(bandwidth=16, discovery_share=0.25, max_interval_units=12.0,
-                            importance_floor=0.3)
+    web = Web(rng, links=discover)
+    settings = kit.settings(bandwidth=16, discovery_share=0.25 if discover else 0.0,
+                            max_interval_units=12.0, importance_floor=0.3)
     first = int(START // UNIT)
     with MetadataStore.open(tmp_path / "xyro.db") as store:
         records = []
@@ -150,7 +154,7 @@ def test_folder_planner_matches_the_full_scan(tmp_path: Path, kit, seed: int) ->
             times = sorted(START - UNIT * rng.uniform(0.5, 12.0, int(rng.integers(1, 5))))
             records += [web.fetch(url, float(t), fail=0.0) for t in times]
         submit_all(store, records)
-        folder_units = 0
+        folder_units = ahead_units = 0
         for unit in range(first, first + 14):
             if unit % 5 == 2:
                 rank_run(store, rng, unit * UNIT)
@@ -160,6 +164,8 @@ def test_folder_planner_matches_the_full_scan(tmp_path: Path, kit, seed: int) ->
                 assert reference.last_unit.full_scan
                 folder_units += not planner.last_unit.full_scan
                 assert fetch == want_fetch, unit
+                assert planner.last_unit.ahead == reference.last_unit.ahead
+                ahead_units += planner.last_unit.ahead > 0
                 k, want_k = planner.last_unit.k, reference.last_unit.k
                 assert (k == want_k) or k == pytest.approx(want_k, rel=1e-9)
                 assert planner.last_unit.omega_plan == pytest.approx(
@@ -173,5 +179,7 @@ def test_folder_planner_matches_the_full_scan(tmp_path: Path, kit, seed: int) ->
             urls += list(rng.choice(sorted(web.seen), size=2, replace=False))
             times = unit * UNIT + rng.uniform(0.0, UNIT, len(urls))
             submit_all(store, [web.fetch(u, float(t)) for u, t in zip(urls, times)])
-            assert any(p == DISCOVERY for _, p in fetch) or unit == first
+            assert any(p == DISCOVERY for _, p in fetch) or unit == first or not discover
+            assert len(fetch) == settings.bandwidth or unit == first  # G, while work exists
         assert folder_units >= 8  # the others rebuilt: first unit, after a ranking run
+        assert ahead_units >= (0 if discover else 3)

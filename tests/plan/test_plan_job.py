@@ -14,7 +14,7 @@ from refresh import ChangeObservations, folders_after, signature_rate
 from xyro.clock import ManualClock
 from xyro.crawl.frontier import DISCOVERY, REFRESH
 from xyro.jobs.plan_explain import summary
-from xyro.jobs.plan_job import RefreshPlanner, WATERMARK_KEY
+from xyro.jobs.plan_job import LATEST_IN_UNIT, RefreshPlanner, WATERMARK_KEY
 
 START = 1_700_000_000.0  # as in conftest.py
 UNIT = 3600.0
@@ -273,3 +273,34 @@ def test_baseline_policies_pick_by_age_or_expected_changes(store, fill, kit, pla
     assert sorted(refresh) == sorted(expected)
     assert not any(isinstance(op, SetRefresh) and op.due_unit is not None
                    and op.due_unit > 21 for op in ops)  # no retry folders
+
+
+def test_a_short_due_folder_is_filled_from_the_next_folders(store, fill, kit, planner) -> None:
+    """With nothing unread, the part of G the due folder leaves goes to the pages of the
+    next folders, earliest first, offered for the end of the unit; due_now agrees."""
+    fill([rec for i in range(30) for rec in kit.fetch_history(
+        f"http://h{i % 3}.example/p{i}.xml", kit.regular(4, 3.0, 0.37 * i), [0, 1, 1, 2])])
+    for now in (20.0, 21.0):  # unit 21 holds more than G: it defers 4 to unit 22
+        ops: list = []
+        planner(store, ops, now_unit=now, bandwidth=12, discovery_share=0.0).run_unit()
+        fill(ops)
+    conn = store.read_connection()
+    rows = conn.execute("SELECT url, due_unit FROM urls WHERE due_unit IS NOT NULL "
+                        "ORDER BY due_unit, id").fetchall()
+    conn.close()
+    unit = 22 + int(START // UNIT)
+    due = {u for u, f in rows if f <= unit}
+    assert 0 < len(due) < 12  # the case at hand
+    later = [u for u, f in rows if f > unit][:12 - len(due)]
+    check = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0)
+    p = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0)
+    fetch = p.run_unit(unit)
+    assert fetch == check.due_now(unit)
+    assert all(pr == REFRESH for _, pr in fetch) and len(fetch) == 12
+    assert {u for u, _ in fetch} == due | set(later)
+    assert [u for u, _ in fetch][len(due):] == later
+    assert p.last_unit.ahead == len(later) and p.last_unit.due == len(due)
+    assert all(p.due_at[u] == (unit + LATEST_IN_UNIT) * UNIT for u in later)
+    baseline = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0,
+                       policy="uniform")
+    assert len(baseline.run_unit(unit)) == 12 and baseline.last_unit.ahead == 0

@@ -23,7 +23,11 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
    unread pages by OPIC cash, else importance (priority DISCOVERY: the first entries of the
    index ``urls_unread``), via ``refresh.compose_unit``. Popped pages move to a retry folder
    one interval later (a fetch re-files them from the fetch time; a lost fetch comes due
-   again); deferred ones to the next unit.
+   again); deferred ones to the next unit. When the due folder and the unread pages leave
+   part of G unused, the pages of the next folders fill it (earliest folder first, read at
+   the end of the unit): a page is read after its due time, never before, so the folders
+   hold a little less than G a unit on average (3.5 % in tests/bench/e2e_freshness.py)
+   and the bandwidth would otherwise go unspent while work exists.
 
 What carries over between units is the *ledger*, one JSON value of the ``state`` table
 (:mod:`xyro.jobs.plan_ledger`: the observation watermark, Σλ of the estimated pages whose
@@ -94,6 +98,7 @@ class UnitFigures:
     k: float = math.nan
     estimated: int = 0
     full_scan: bool = False
+    ahead: int = 0
 
 
 @contextmanager
@@ -171,10 +176,16 @@ class RefreshPlanner:
         discovery (DISCOVERY), without writing anything (the check of :meth:`run_unit`)."""
         with _snapshot(self._conn):
             plan = self._full_plan(unit) if plan is None else plan
-            return self._compose(unit, self._scan.candidates(plan, unit))[0]
+            refiled: dict[int, int | None] = {
+                int(plan.ids[k]): None if plan.due[k] == q.NO_UNIT else int(plan.due[k])
+                for k in np.flatnonzero(plan.refile)}
+            refiled.update(dict.fromkeys(q.unplanned_leftovers(self._conn)))  # as rebuild()
+            return self._compose(unit, self._scan.candidates(plan, unit), refiled)[0]
 
-    def _compose(self, unit: int, due: Candidates) -> tuple[list[tuple[str, int]],
-                                                             UnitFetchList]:
+    def _compose(self, unit: int, due: Candidates, refiled: dict[int, int | None]
+                 ) -> tuple[list[tuple[str, int]], UnitFetchList, np.ndarray]:
+        """The unit's fetch list; ``refiled``: the folder this unit files each page it
+        re-files in (None: none), which overrides the stored one for :meth:`_ahead`."""
         if self._s.policy != "planner":  # a baseline to measure against: its own due list
             due = self._baseline_due()
         n_disc = int(round(self._s.discovery_share * self._s.bandwidth))
@@ -182,13 +193,39 @@ class RefreshPlanner:
         unread = np.asarray(q.unread_ranked(self._conn, n_disc + spare), dtype=np.int64)
         fetch = compose_unit(due.ids, due.priority, unread, self._s.bandwidth,
                              self._s.discovery_share)
-        found = q.urls_and_depths(self._conn, np.concatenate((fetch.maintenance,
-                                                              fetch.discovery)).tolist())
-        out = [(found[int(i)][0], REFRESH) for i in fetch.maintenance]
+        ahead = (self._ahead(unit, fetch, refiled) if self._s.policy == "planner"
+                 else np.empty(0, dtype=np.int64))
+        found = q.urls_and_depths(self._conn, np.concatenate(
+            (fetch.maintenance, ahead, fetch.discovery)).tolist())
+        out = [(found[int(i)][0], REFRESH) for i in (*fetch.maintenance, *ahead)]
         out += [(found[int(i)][0], DISCOVERY) for i in fetch.discovery]
         self.last_depths = {url: depth for url, depth, _ in found.values()}
-        self.due_at = self._due_times(due, fetch, found) if self._s.policy == "planner" else {}
-        return out, fetch
+        self.due_at = ({**self._due_times(due, fetch, found),
+                        **dict.fromkeys((found[int(i)][0] for i in ahead), self._latest())}
+                       if self._s.policy == "planner" else {})
+        return out, fetch, ahead
+
+    def _ahead(self, unit: int, fetch: UnitFetchList, refiled: dict[int, int | None]
+               ) -> np.ndarray:
+        """Up to the part of G the unit leaves unused, pages of the next folders, the
+        earliest folder first (then by id), each in the folder this unit leaves it in."""
+        room = self._s.bandwidth - fetch.maintenance.size - fetch.discovery.size
+        if room <= 0:
+            return np.empty(0, dtype=np.int64)
+        taken = set(fetch.maintenance.tolist()) | set(fetch.discovery.tolist())
+        # The stored folders, but those of the pages re-filed this unit: at most
+        # len(refiled) of the first room + len(refiled) are replaced.
+        stored = q.next_folders(self._conn, unit, room + len(refiled))
+        later = [(f, i) for i, f in stored if i not in refiled and i not in taken]
+        later += [(f, i) for i, f in refiled.items()
+                  if f is not None and f > unit and i not in taken]
+        later.sort()
+        return np.array([i for _, i in later[:room]], dtype=np.int64)
+
+    def _latest(self) -> float:
+        """The latest clock time a page offered this unit waits for (LATEST_IN_UNIT)."""
+        unit_s = self._s.time_unit_s
+        return (math.floor(self._clock.now() / unit_s) + LATEST_IN_UNIT) * unit_s
 
     def _due_times(self, due: Candidates, fetch: UnitFetchList,
                    found: dict[int, tuple[str, int, float | None]]) -> dict[str, float]:
@@ -201,7 +238,7 @@ class RefreshPlanner:
         # This unit's re-estimate may have moved a page's due time past the unit: it still
         # goes in this unit, late in it (its folder said so; the next plan re-files it).
         unit_s = self._s.time_unit_s
-        latest = (math.floor(self._clock.now() / unit_s) + LATEST_IN_UNIT) * unit_s
+        latest = self._latest()
         out: dict[str, float] = {}
         for url_id in fetch.maintenance.tolist():
             url, _, last = found[url_id]
@@ -251,7 +288,8 @@ class RefreshPlanner:
             ledger, jobs = self._valid_ledger()
             work = self._rebuild(unit, jobs) if ledger is None else \
                 self._advance(ledger, unit, jobs)
-            fetch_list, fetch = self._compose(unit, work.due)
+            fetch_list, fetch, ahead = self._compose(
+                unit, work.due, {i: data[2] for i, data in work.refresh.items()})
         # A baseline's fetch list is not the folders' due list: their pages stay filed.
         self._write(work, fetch if self._s.policy == "planner" else None)
         seconds = self._clock.now() - started  # on the injected clock, as JobRun's times
@@ -260,12 +298,14 @@ class RefreshPlanner:
                             f"unit {unit}: {led.planned} planned, {work.n_estimated} "
                             f"estimated, {fetch.maintenance.size} due, "
                             f"{fetch.discovery.size} discovery, {fetch.deferred.size} "
-                            f"deferred, {'full scan' if work.full_scan else 'folders'}, "
+                            f"deferred, {ahead.size} ahead, "
+                            f"{'full scan' if work.full_scan else 'folders'}, "
                             f"{seconds:.2f} s"))
         self.last_unit = UnitFigures(unit, led.planned, int(fetch.maintenance.size),
                                      int(fetch.discovery.size), int(fetch.deferred.size),
                                      float(work.omega_unclamped), float(work.omega), seconds,
-                                     led.k, work.n_estimated, work.full_scan)
+                                     led.k, work.n_estimated, work.full_scan,
+                                     int(ahead.size))
         return fetch_list
 
     def _write(self, work: UnitWork, fetch: UnitFetchList | None) -> None:

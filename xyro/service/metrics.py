@@ -239,6 +239,8 @@ def _job_metrics(runs: dict[tuple[str, str], int], unit: UnitFigures | None,
                  unit.discovery)
     yield _gauge("xyro_planner_deferred_pages", "Due pages the last unit deferred to the "
                  "next (over the bandwidth G).", unit.deferred)
+    yield _gauge("xyro_planner_ahead_pages", "Pages of later folders the last unit queued "
+                 "to spend the part of G its due and unread pages left.", unit.ahead)
     yield _gauge("xyro_planner_predicted_obsolescence", "Predicted Omega(G) of the last plan "
                  "(unclamped optimum, DESIGN.md section 6).", unit.omega_g)
     yield _gauge("xyro_planner_plan_obsolescence", "Time-average obsolescence of the last "
