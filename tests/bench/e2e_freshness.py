@@ -39,8 +39,8 @@ Prints ONE JSON line; ``summary`` holds ``planner_over_clamped_optimum``,
 ``pages``, ``hosts``, ``units``, and ``daemon_kept_up``: false when a run fetched less than
 95 % of G per unit in the window, i.e. the daemon was CPU-bound at this ``--speed`` (measured:
 about 150 pages/s on the 2-core machine of 2026-11-27, so 20,000 pages at 600x, 333 fetches
-a real second, overload it; 10,000 pages at 300x do not) and the figures are not the
-policy's.
+a real second, overload it; 10,000 pages at 300x and 20,000 at 150x do not) and the figures
+are not the policy's.
 """
 
 from __future__ import annotations
