@@ -63,7 +63,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from benchmachine import machine  # a sibling script module (tests/bench is sys.path[0])
-from refresh import refresh_intervals, time_average_obsolescence
+from refresh import RateSource, refresh_intervals, time_average_obsolescence
 from xyro.jobs.rank_job import rank_graph
 from xyro.service.demo import start_gap_violations
 from xyro.synthweb.changes import ChangeProcess
@@ -296,8 +296,9 @@ def rate_gap_by_source(r: np.ndarray, lam: np.ndarray, g: float, lam_hat: np.nda
     """The optimum planned with the daemon's λ̂ on one estimator's pages only (the truth on
     the others), over the optimum: which estimator's errors cost what."""
     out = {}
-    for name, key in (("last_modified", "last-modified"), ("signature", "signature-mle")):
-        mine = source == key
+    for name, key in (("last_modified", RateSource.LAST_MODIFIED),
+                      ("signature", RateSource.SIGNATURE_MLE)):
+        mine = source == key.value
         out[f"optimum_with_daemon_rates_on_{name}_pages_over_optimum"] = \
             optimum(r, lam, g, plan_lam=np.where(mine, lam_hat, lam)) / opt
         out[f"pages_rated_by_{name}"] = int(mine.sum())
