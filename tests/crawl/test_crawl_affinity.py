@@ -13,8 +13,12 @@ from xyro.errors import XyroError
 
 @pytest.fixture
 def restore_affinity():
-    tids = [int(t) for t in os.listdir(f"/proc/{os.getpid()}/task")]
-    saved = {tid: os.sched_getaffinity(tid) for tid in tids}
+    saved = {}
+    for tid in (int(t) for t in os.listdir(f"/proc/{os.getpid()}/task")):
+        try:
+            saved[tid] = os.sched_getaffinity(tid)
+        except ProcessLookupError:  # a thread of an earlier test ended after the listing
+            pass
     yield
     for tid, cpus in saved.items():
         try:
