@@ -14,6 +14,7 @@ pydantic's own wording never reaches the user.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import typing
 from collections.abc import Mapping, Sequence
@@ -341,7 +342,9 @@ class _Translator:
         wants = _WANTS.get(kind, "has an unusable value")
         hint = ""
         if kind == "string_type" and plain is not None:
-            hint = f'; write it in quotes ("{plain}") if you meant the text'
+            # JSON's escapes are YAML's double-quoted ones, and keep the message on one line.
+            hint = f"; write it in quotes ({json.dumps(plain, ensure_ascii=False)}) if you " \
+                   "meant the text"
         elif kind.startswith(("int_", "float_")) and isinstance(value, str):
             hint = "; write it without quotes" if looks_numeric(value) else ""
         return f"{wants}, got {describe(value, plain)}{hint}"
