@@ -44,7 +44,7 @@ A kill counts as landing in planning (ranking) when it came within ``FLUSH_WINDO
 the job's log line, whose writes were then submitted but perhaps not committed, or when the
 store shows it: fewer ``plan`` (``rank``) job runs committed than the run logged, or a torn
 unit. Both jobs take milliseconds on this web, so kills land in their writes, rarely in their
-computation. Run with ``-s`` to see where each kill landed.
+computation. Run with ``-n 0 -s`` (one process, output shown) to see where each kill landed.
 """
 
 from __future__ import annotations
