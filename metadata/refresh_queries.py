@@ -28,6 +28,8 @@ _PLANNED_SQL = f"type IN ({','.join(repr(t) for t in PLANNED_TYPES)})"
 #: ``state`` key: the length in seconds of one folder (time unit), which gives ``due_unit``
 #: its meaning. The planner writes it; the writer reads it to re-file fetched pages.
 FOLDER_UNIT_KEY = "folders.unit_s"
+#: (1 − ρ)·G, the refresh bandwidth the stored folders were filed for (the planner writes it).
+BANDWIDTH_KEY = "refresh.bandwidth_planned"
 
 
 @dataclass(frozen=True, eq=False)

@@ -304,3 +304,53 @@ def test_a_short_due_folder_is_filled_from_the_next_folders(store, fill, kit, pl
     baseline = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0,
                        policy="uniform")
     assert len(baseline.run_unit(unit)) == 12 and baseline.last_unit.ahead == 0
+
+
+def _filed(store: MetadataStore) -> dict[int, int]:
+    conn = store.read_connection()
+    try:
+        return dict(conn.execute("SELECT id, due_unit FROM urls WHERE due_unit IS NOT NULL"))
+    finally:
+        conn.close()
+
+
+def test_a_larger_bandwidth_pulls_the_waiting_pages_forward(store, fill, kit, planner) -> None:
+    """When the refresh bandwidth grows (here discovery's end: ρ 0.25 -> 0) every t_i
+    shrinks: a page filed for its longer interval is re-filed from its last access with the
+    new one (this unit's folder when that makes it overdue), never later than it was; a
+    rebuild at the bandwidth the folders were filed for moves no page it did not observe."""
+    kit.build(fill)
+    over = dict(bandwidth=6, max_interval_units=1000.0)
+    ops: list = []
+    planner(store, ops, now_unit=20.0, **over).run_unit()
+    fill(ops)
+    stored = _filed(store)
+    same = planner(store, [], now_unit=29.0, **over).plan()
+    assert same.bandwidth == pytest.approx(4.5) and not same.refile.any()
+    assert all(stored[int(i)] == d for i, d in zip(same.ids, same.due))
+    conn = store.read_connection()
+    unread = [u for (u,) in conn.execute("SELECT url FROM urls WHERE type = 'unread'")]
+    last = dict(conn.execute("SELECT id, last_access FROM urls"))
+    conn.close()
+    with store.writer() as w:  # nothing unread is left: all of G refreshes
+        for url in unread:
+            w.submit(Refuse(url, "scope", depth=1))
+    p = planner(store, ops := [], now_unit=29.0, **over)
+    grown = p.plan()
+    assert grown.bandwidth == pytest.approx(6.0)
+    unit = grown.unit
+    moved = overdue = 0
+    for k, url_id in enumerate(grown.ids.tolist()):
+        new = max(int(folders_after([last[url_id]], [grown.intervals[k]], UNIT)[0]), unit)
+        if new < stored[url_id]:
+            assert grown.refile[k] and grown.due[k] == new
+            moved += 1
+            overdue += new == unit
+        else:
+            assert not grown.refile[k] and grown.due[k] == stored[url_id]
+    assert moved >= 3 and overdue >= 1
+    p.run_unit(unit)
+    fill(ops)  # what the rebuild wrote is what the plan said (the due pages re-filed after)
+    due_now = {int(i) for i, d in zip(grown.ids, grown.due) if d <= unit}
+    assert {i: d for i, d in _filed(store).items() if i not in due_now} == {
+        int(i): int(d) for i, d in zip(grown.ids, grown.due) if int(i) not in due_now}

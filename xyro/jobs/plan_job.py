@@ -74,7 +74,7 @@ from xyro.jobs.plan_unit import FolderUnit, UnitWork, rebuild
 WATERMARK_KEY = "refresh.observations_done"
 LEDGER_KEY = "refresh.ledger"
 RUN_KEY = "refresh.run"  # the token of the last unit whose writes began
-BANDWIDTH_KEY = "refresh.bandwidth_planned"  # (1 − ρ)·G the ledger's intervals fill
+BANDWIDTH_KEY = q.BANDWIDTH_KEY  # (1 − ρ)·G the ledger's intervals fill
 LATEST_IN_UNIT = 0.8  # a due page waits at most this far into its unit (share of the unit)
 
 
