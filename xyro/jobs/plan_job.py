@@ -41,7 +41,9 @@ writes were not all applied (a crash: its token, written first, differs from the
 written last), when the time unit, the importance source or the floor changed, or after a
 ranking run: every r_i changed then, and 003 §6.6 updates S "after the Page Rank process"
 too; and when the refresh bandwidth (1 − ρ)·G changed (the configuration, or discovery's
-end: with no page left unread, all of G refreshes).
+end: with no page left unread, all of G refreshes). A larger bandwidth shortens every t_i,
+so that rebuild also pulls forward the pages filed for their longer intervals
+(:meth:`~xyro.jobs.plan_scan.FullScan._folders`).
 
 Rates are stored as changes per second (``urls.rate``), planned in changes per unit.
 """
