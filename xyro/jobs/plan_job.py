@@ -76,7 +76,6 @@ from xyro.jobs.plan_unit import FolderUnit, UnitWork, rebuild
 WATERMARK_KEY = "refresh.observations_done"
 LEDGER_KEY = "refresh.ledger"
 RUN_KEY = "refresh.run"  # the token of the last unit whose writes began
-BANDWIDTH_KEY = q.BANDWIDTH_KEY  # (1 − ρ)·G the ledger's intervals fill
 LATEST_IN_UNIT = 0.8  # a due page waits at most this far into its unit (share of the unit)
 
 
@@ -330,7 +329,7 @@ class RefreshPlanner:
         if work.weights:
             ids = np.array(sorted(work.weights), dtype=np.int64)
             self._submit(SetWeights(ids, np.array([work.weights[int(i)] for i in ids])))
-        self._submit(SetState(BANDWIDTH_KEY, s.refresh_bandwidth))
+        self._submit(SetState(q.BANDWIDTH_KEY, s.refresh_bandwidth))
         self._submit(SetState(LEDGER_KEY, led.to_json()))
         self._submit(SetState(WATERMARK_KEY, work.watermark))
         self._submit(SetState("refresh.k", finite(led.k)))
@@ -351,7 +350,7 @@ class RefreshPlanner:
             return None, jobs
         # Every t_i scales with the refresh bandwidth: a new G or ρ (or discovery's end,
         # when ρ becomes 0) re-plans every page now rather than as each is next fetched.
-        if q.state_value(self._conn, BANDWIDTH_KEY) != s.refresh_bandwidth:
+        if q.state_value(self._conn, q.BANDWIDTH_KEY) != s.refresh_bandwidth:
             return None, jobs
         return (None if ranked and s.importance_source != "uniform" else led), jobs
 
