@@ -5,8 +5,8 @@ Public API (arrays and plain records in, arrays and plain records out):
 * records: :class:`ChangeObservations`, :class:`AccessHistory`
 * estimators: :func:`signature_rate` (MLE, eq. 9), :func:`signature_rates` (batch),
   :func:`last_modified_rate` (eq. 10, corrected), :func:`page_reliability`,
-  :func:`host_reliability`, :func:`estimate_rate` (the choice), :func:`naive_rate`,
-  :func:`cho_bias_reduced_rate`
+  :func:`dated_history`, :func:`host_reliability`, :func:`estimate_rate` (the choice),
+  :func:`naive_rate`, :func:`cho_bias_reduced_rate`
 * baselines: :func:`baseline_priority` (uniform and change-proportional refresh, to measure
   the planner against)
 * planning: :func:`refresh_intervals` (water-filling, Ω), :class:`RateSum` (incremental S),
@@ -23,8 +23,8 @@ from refresh.estimators import (RateEstimate, RateSource, cho_bias_reduced_rate,
 from refresh.folders import NOT_FILED, Folders, due_by_scan, due_folders, folders_after
 from refresh.intervals import (IntervalPlan, RateSum, refresh_intervals, refresh_weights,
                                time_average_obsolescence)
-from refresh.last_modified import (Reliability, host_reliability, last_modified_rate,
-                                   page_reliability)
+from refresh.last_modified import (Reliability, dated_history, host_reliability,
+                                   last_modified_rate, page_reliability)
 from refresh.observations import AccessHistory, ChangeObservations
 from refresh.rate_choice import estimate_rate
 from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
@@ -32,7 +32,7 @@ from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
 __all__ = [
     "AccessHistory", "ChangeObservations", "Family", "Folders", "IntervalPlan", "KeySource",
     "NOT_FILED", "POLICIES", "baseline_priority", "RateEstimate", "RateSource", "RateSum", "Reliability", "UnitFetchList",
-    "WaterLedger", "WaterLevel", "cho_bias_reduced_rate", "compose_unit", "due_by_scan",
+    "WaterLedger", "WaterLevel", "cho_bias_reduced_rate", "compose_unit", "dated_history", "due_by_scan",
     "due_folders", "estimate_rate", "folders_after", "host_reliability", "last_modified_rate",
     "naive_rate", "page_reliability", "refresh_intervals", "refresh_weights",
     "signature_rate", "signature_rates", "time_average_obsolescence",

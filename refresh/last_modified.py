@@ -19,6 +19,12 @@ recurrence time, also Exp(λ)), so the MLE is
 which is what :func:`last_modified_rate` returns; ``paper_eq10=True`` gives the printed
 form for comparison (the change-rate benchmark reports both).
 
+A first date equal to the first access time (within the tolerance) is the time of the
+response, not a change date: it says nothing about the page's age, and nothing is known of
+an interval before it. :func:`dated_history` drops that access, and the test and the
+estimator judge the history from its second access on (the crawler records such a stamp on
+a first fetch rather than a listed date it cannot trust yet; DESIGN.md §6).
+
 Reliability (the paper: "unless Xyleme detects that the web server provides an
 unreliable last date of change"): a page's dates are unreliable when any date is
 missing, in the future, equal to the access time at more than half of the accesses
@@ -47,6 +53,15 @@ class Reliability:
 
     reliable: bool
     reason: str
+
+
+def dated_history(history: AccessHistory, tolerance: float = 2.0) -> AccessHistory:
+    """``history`` without its first access when that access's date is the response time
+    (module doc), so long as an access remains; else ``history`` itself."""
+    t, d = history.access_times, history.last_modified
+    if t.size < 2 or not abs(d[0] - t[0]) <= tolerance:  # NaN compares False: kept
+        return history
+    return AccessHistory(t[1:], history.changed[1:], d[1:])
 
 
 def page_reliability(history: AccessHistory, tolerance: float = 2.0) -> Reliability:

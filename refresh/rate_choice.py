@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from refresh.estimators import RateEstimate, RateSource, signature_rate
-from refresh.last_modified import last_modified_rate, page_reliability, shrunk_rate
+from refresh.last_modified import dated_history, last_modified_rate, page_reliability, shrunk_rate
 from refresh.observations import AccessHistory
 
 
@@ -17,6 +17,8 @@ def estimate_rate(history: AccessHistory, prior: float, host_reliable: bool = Tr
     """The rate (changes per time unit of ``history``) the planner should use for a page.
 
     ``prior`` (changes per time unit) answers a page read once whose dates cannot be used.
+    The dates are judged and used from the second access on when the first is the response
+    time (:func:`refresh.last_modified.dated_history`); signatures use every access.
     ``host_reliable`` comes from :func:`refresh.last_modified.host_reliability`;
     ``resolution`` (the planner's shortest interval, in the history's unit) is passed to
     :func:`refresh.estimators.signature_rate` for pages seen changed at every visit.
@@ -25,8 +27,9 @@ def estimate_rate(history: AccessHistory, prior: float, host_reliable: bool = Tr
     """
     if not (math.isfinite(prior) and prior > 0):
         raise ValueError(f"prior rate {prior!r} must be finite and positive")
-    if host_reliable and page_reliability(history, tolerance).reliable:
-        est = last_modified_rate(history)
+    dated = dated_history(history, tolerance)
+    if host_reliable and page_reliability(dated, tolerance).reliable:
+        est = last_modified_rate(dated)
         if lm_prior_shape is None:
             return est
         exposure = est.n_changes / est.rate

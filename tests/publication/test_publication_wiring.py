@@ -194,6 +194,18 @@ def test_an_untrusted_listing_leaves_the_server_date() -> None:
     assert channel.change_date("http://a.example/p", 8_000.0, 10_000.0, True, None) is None
 
 
+def test_a_first_fetch_takes_a_listed_date_only_from_a_trusted_source() -> None:
+    # A feed that stamps every entry with one old date, not yet judged: recorded, it would
+    # make the page look unchanged for a year after a single read.
+    url, now = "http://a.example/p", 10_000.0
+    channel = PublicationChannel()
+    channel.dates.listed("a.example", [(url, 1_000.0)], now - 10.0)
+    assert channel.change_date(url, None, now, None, now - 1.0) == now - 1.0
+    assert channel.change_date(url, None, now, None, None) is None
+    trusted = _trusted_channel(url, 9_000.0, now)
+    assert trusted.change_date(url, None, now, None, now - 1.0) == 9_000.0
+
+
 def test_prior_fetch_reads_access_time_and_signature(tmp_path: Path) -> None:
     url = "http://a.example/p"
     with MetadataStore.open(tmp_path / "x.db") as store:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refresh import (AccessHistory, RateSource, estimate_rate, host_reliability,
+from refresh import (AccessHistory, RateSource, dated_history, estimate_rate, host_reliability,
                      last_modified_rate, page_reliability)
 
 # Times in seconds; a page read every 100 s. It changed at 30, 250 and 260 s and at no other time.
@@ -82,6 +82,36 @@ def test_unreliable_host_overrides_a_good_page() -> None:
 def test_single_access_without_dates_uses_the_prior() -> None:
     est = estimate_rate(AccessHistory([10.0], []), prior=0.3)
     assert est.source is RateSource.PRIOR and est.rate == 0.3
+
+
+def test_a_first_date_that_is_the_response_time_says_nothing() -> None:
+    # The crawler records the server's stamp on a first fetch rather than a listed date it
+    # cannot trust yet; the later dates are real change dates (a listing trusted by then).
+    h = AccessHistory(TIMES, MD5_CHANGED, [99.5, 30.0, 260.0, 260.0])
+    assert not page_reliability(h).reliable  # judged whole, the dates go backwards
+    tail = AccessHistory(TIMES[1:], MD5_CHANGED[1:], [30.0, 260.0, 260.0])
+    dated = dated_history(h)
+    assert (dated.access_times.tolist(), dated.changed.tolist(),
+            dated.last_modified.tolist()) == (TIMES[1:], MD5_CHANGED[1:], [30.0, 260.0, 260.0])
+    est = estimate_rate(h, prior=1.0)
+    assert est.source is RateSource.LAST_MODIFIED
+    assert est.rate == pytest.approx(last_modified_rate(tail).rate)  # 2 / (170 + 40 + 100)
+    assert est.rate == pytest.approx(2 / 310)
+
+
+def test_only_a_stamped_first_date_is_dropped() -> None:
+    genuine = AccessHistory(TIMES, MD5_CHANGED, DATES)
+    assert dated_history(genuine) is genuine
+    alone = AccessHistory([100.0], [], [100.0])
+    assert dated_history(alone) is alone  # nothing would remain
+    est = estimate_rate(alone, prior=0.3)
+    assert est.source is RateSource.PRIOR and est.rate == 0.3
+    undated = AccessHistory(TIMES, MD5_CHANGED)
+    assert dated_history(undated) is undated
+    # A server stamping every response stays unreliable once its first stamp is dropped.
+    stamped = AccessHistory(TIMES, [False, False, False], [100.0, 200.0, 300.0, 400.0])
+    assert not page_reliability(dated_history(stamped)).reliable
+    assert estimate_rate(stamped, prior=1.0).source is not RateSource.LAST_MODIFIED
 
 
 @pytest.mark.parametrize("times, changed, dates, message", [

@@ -164,23 +164,18 @@ class PublicationChannel:
 
         A Last-Modified equal to the fetch time (within :data:`STAMP_TOLERANCE_S`) is the
         time of the response, not a change date: a trusted listed date replaces it; without
-        one it is kept (the planner's reliability test judges it).
-
-        A page's first fetch is the exception: there is no interval to judge yet, and the
-        planner's per-page test (refresh.last_modified) wants every date of a history to be a
-        change date, the first included. A stamped first date would disqualify the page's
-        history for good even once its host is trusted, so the listed date (not in the
-        future) is recorded instead; on a host whose dates lie, the following stamped dates
-        fail that per-page test anyway and the page falls back to signatures (DESIGN.md §6).
+        one it is kept (the planner's reliability test judges it). A listed date is never
+        recorded while its source is untrusted, not even on a page's first fetch, when no
+        source has been judged yet: a feed that stamps every entry with one old date would
+        make a page read once look unchanged for a year, and its next read (the only test of
+        that date) would then never come. A stamped first date costs nothing: the planner
+        judges a history from its second access when the first date is the response time
+        (:func:`refresh.last_modified.dated_history`).
         """
         stamped = http_last_modified is not None and \
             http_last_modified >= fetch - STAMP_TOLERANCE_S
         date = self.dates.change_date(url, previous_fetch, fetch, changed,
                                       None if stamped else http_last_modified)
-        if date is None and stamped and previous_fetch is None:
-            listing = self.dates.listing(url)
-            if listing is not None and listing.published <= fetch:
-                return listing.published
         return http_last_modified if date is None else date
 
     def snapshot(self) -> dict[str, int]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from metadata import refresh_queries as q
-from refresh import (AccessHistory, RateEstimate, RateSource, estimate_rate, host_reliability,
-                     page_reliability)
+from refresh import (AccessHistory, RateEstimate, RateSource, dated_history, estimate_rate,
+                     host_reliability, page_reliability)
 from xyro.jobs.plan_settings import PlannerSettings
 
 HTTP_DATE_TOLERANCE_S = 2.0  # Last-Modified has 1 s resolution, plus a little skew
@@ -76,7 +76,8 @@ class PageEstimator:
     def estimate(self, histories: dict[int, AccessHistory], host_of: dict[int, int],
                  prior: float) -> dict[int, Evidence]:
         tol = HTTP_DATE_TOLERANCE_S / self._s.time_unit_s
-        verdicts = {i: page_reliability(h, tol) for i, h in histories.items()}
+        verdicts = {i: page_reliability(dated_history(h, tol), tol)
+                    for i, h in histories.items()}
         hosts = host_reliability([host_of[i] for i in verdicts],
                                  [v.reliable for v in verdicts.values()])
         out: dict[int, Evidence] = {}
