@@ -82,6 +82,8 @@ def page_reliability(history: AccessHistory, tolerance: float = 2.0) -> Reliabil
     if stamped.sum() * 2 > t.size:
         return Reliability(False, f"Last-Modified equals the access time at {int(stamped.sum())} "
                                   f"of {t.size} accesses")
+    if d[0] >= t[0]:  # a first change date must precede its access (eq. 10's l_0 > 0)
+        return Reliability(False, "Last-Modified at the first access is not before it")
     moved = np.diff(d) > 0  # HTTP dates repeat exactly while the page is unchanged
     if (np.diff(d) < -tolerance).any():
         k = int(np.flatnonzero(np.diff(d) < -tolerance)[0]) + 1

@@ -114,6 +114,15 @@ def test_only_a_stamped_first_date_is_dropped() -> None:
     assert estimate_rate(stamped, prior=1.0).source is not RateSource.LAST_MODIFIED
 
 
+def test_a_second_stamp_after_the_dropped_one_falls_back_to_signatures() -> None:
+    # The first date was the response time; the second is just after its access (server
+    # clock ahead): no date left to measure an age from, so the dates are not used.
+    h = AccessHistory(TIMES, MD5_CHANGED, [100.0, 200.3, 200.3, 200.3])
+    verdict = page_reliability(dated_history(h))
+    assert not verdict.reliable and "first access is not before" in verdict.reason
+    assert estimate_rate(h, prior=1.0).source is RateSource.SIGNATURE_MLE
+
+
 @pytest.mark.parametrize("times, changed, dates, message", [
     ([], [], None, "empty"),
     ([1.0, 1.0], [False], None, "strictly increase"),
