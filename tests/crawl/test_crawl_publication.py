@@ -155,7 +155,7 @@ def test_honest_sitemap_dates_beat_signatures_alone(tmp_path: Path, app_for) -> 
     (tmp_path / "publication_medians.json").write_text(json.dumps(figures, indent=1))
     print("publication medians:", json.dumps(figures))
     honest_hosts = sum(h.sitemap_honest for h in web.model.normal_hosts if h.sitemap)
-    assert snap["trusted_hosts"] == honest_hosts, figures
+    assert snap["trusted_sources"] == honest_hosts, figures  # one sitemap each
     assert honest < lying, figures
 
 
@@ -168,3 +168,49 @@ def _plan(app: App, store: MetadataStore) -> None:
                            PlannerSettings.from_config(app.config.refresh)).run_unit()
     finally:
         conn.close()
+
+
+def test_a_feed_does_not_borrow_the_trust_of_its_hosts_sitemap(tmp_path: Path, app_for) -> None:
+    """Trust is kept per sitemap or feed, and a date that never moves does not earn it: every
+    host here has an honest sitemap, and its Atom feeds date every entry 2026-01-01
+    (synthweb.content). Keyed by host, the sitemap's trust made the feed's date a page's
+    change date (166 observations on the old code), and a page looked unchanged since
+    January; now that date is never recorded."""
+    spec = WebSpec(seed=23, n_hosts=4, n_pages=240, hostile=frozenset(), sitemap_share=1.0,
+                   sitemap_honest_share=1.0, reliable_lm_share=0.0, robots_missing_share=0.0,
+                   xml_share=0.5, disallow_share=0.0, crawl_delay_share=0.0,
+                   static_share=0.0, change_rate_mean=1.0 / DAY, change_rate_shape=2.0)
+    frozen = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+    clock = SteppedClock(1.8e9)  # 2027: the feeds' date lies in the past
+    with SyntheticWeb(spec, clock) as web:
+        clock.advance(10 * DAY)
+        app = app_for(tmp_path, web, clock, delay_s=0.0, extra=["refresh.time_unit_s=86400"])
+        atom = [web.url_of(p.host, p.path) for p in web.model.pages if p.kind == "atom"]
+        with app.open_store() as store:
+            parts = build_crawler(app, store)
+            crawler = parts.crawler
+            try:
+                restore_frontier(store, crawler, True)
+                queue_seeds(crawler.frontier, app.config.seeds)
+                crawler.run()
+                pages = list(_listed(web))
+                for _ in range(4):  # sitemaps first (urgent), then the pages and feeds
+                    clock.advance(DAY)
+                    crawler.publication.reread(crawler.frontier, clock.now())
+                    crawler.frontier.submit(Source.REFRESH, pages, REFRESH)
+                    crawler.run()
+                snap = crawler.snapshot()["publication"]
+                by_feed = sum(1 for url in pages
+                              if (listing := crawler.publication.dates.listing(url))
+                              and listing.published == frozen)
+            finally:
+                parts.close()
+    conn = sqlite3.connect(tmp_path / "xyro.db")
+    try:
+        recorded = conn.execute("SELECT count(*) FROM observations WHERE last_modified = ?",
+                                (frozen,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert atom and by_feed > 0, "the web should have Atom feeds listing pages"
+    assert snap["trusted_sources"] >= 1, snap
+    assert recorded == 0, f"{recorded} observations took the feed's frozen date ({snap})"

@@ -149,18 +149,34 @@ def test_dates_that_move_without_content_change_are_distrusted() -> None:
     assert not trust.trusted
 
 
+def _agree(trust: PublishedDateTrust, rounds: int) -> None:
+    """``rounds`` agreeing intervals of 10 s, every other one with a change dated inside."""
+    for k in range(rounds):
+        changed = k % 2 == 0
+        trust.observe(previous_fetch=k * 10.0, fetch=k * 10.0 + 10, changed=changed,
+                      published=k * 10.0 + 5 if changed else 1.0, read_at=1000.0)
+
+
 def test_future_dates_distrust_at_once_and_trust_comes_back() -> None:
     trust = PublishedDateTrust(window=10, min_observations=3)
-    for k in range(5):
-        trust.observe(previous_fetch=k * 10.0, fetch=k * 10.0 + 10, changed=False,
-                      published=1.0, read_at=1000.0)
+    _agree(trust, 5)
     assert trust.trusted
     assert trust.observe_listing(5000.0, read_at=1000.0) is Outcome.FUTURE
     assert trust.observe_listing(900.0, read_at=1000.0) is None
     assert not trust.trusted and "future" in trust.verdict().reason
-    for k in range(10):
+    _agree(trust, 10)
+    assert trust.trusted
+
+
+def test_unchanged_pages_alone_do_not_earn_trust() -> None:
+    # A date that never moves agrees with every unchanged page: trust needs a dated change.
+    trust = PublishedDateTrust(window=10, min_observations=3)
+    for k in range(8):
         trust.observe(previous_fetch=k * 10.0, fetch=k * 10.0 + 10, changed=False,
                       published=1.0, read_at=1000.0)
+    assert not trust.trusted and "no content change dated" in trust.verdict().reason
+    trust.observe(previous_fetch=100.0, fetch=110.0, changed=True, published=105.0,
+                  read_at=1000.0)
     assert trust.trusted
 
 

@@ -158,18 +158,20 @@ def test_a_read_sitemap_queues_its_pages_and_lists_their_dates(clock: ManualCloc
         "http://a.example/s2.xml"]
     assert "http://a.example/s2.xml" in channel
     assert channel.snapshot() == {"sources": 1, "read": 2, "listed_urls": 1,
-                                  "trusted_hosts": 0}
+                                  "trusted_sources": 0}
 
 
 # -- dates to the estimator ------------------------------------------------------------------
 
 def _trusted_channel(url: str, published: float, now: float) -> PublicationChannel:
-    """A channel whose host a.example is trusted (5 agreeing intervals) and lists ``url``."""
+    """A channel whose source a.example is trusted (5 agreeing intervals, two of them with a
+    change dated inside) and lists ``url``."""
     channel = PublicationChannel(PublishedDates(PublishedDateTrusts(min_observations=5)))
     others = [f"http://a.example/o{i}" for i in range(5)]
-    channel.dates.listed("a.example", [(u, 100.0) for u in others], 500.0)
-    for u in others:  # unchanged since before the previous fetch: AGREE
-        channel.change_date(u, 200.0, 600.0, False, None)
+    channel.dates.listed("a.example", [(u, 100.0 if i > 1 else 400.0)
+                                       for i, u in enumerate(others)], 500.0)
+    for i, u in enumerate(others):  # changed at 400 (two pages) or before 200: AGREE
+        channel.change_date(u, 200.0, 600.0, i <= 1, None)
     assert channel.dates.trusted_sources() == 1
     channel.dates.listed("a.example", [(url, published)], now - 10.0)
     return channel

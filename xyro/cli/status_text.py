@@ -207,15 +207,15 @@ def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-_PUBLICATION_KEYS = ("sources", "read", "listed_urls", "trusted_hosts")
+_PUBLICATION_KEYS = ("sources", "read", "listed_urls", "trusted_sources")
 
 
 def _publication_row(pub: Mapping[str, Any]) -> str:
-    """Sitemaps/feeds known and read, URLs they dated, hosts believed, judged outcomes."""
+    """Sitemaps/feeds known and read, URLs they dated, sources believed, judged outcomes."""
     outcomes = {k: v for k, v in pub.items() if k not in _PUBLICATION_KEYS}
     return (f"{number(pub.get('sources', 0))} sitemap/feed source(s), "
             f"{number(pub.get('read', 0))} read, {number(pub.get('listed_urls', 0))} "
-            f"dated URL(s), {number(pub.get('trusted_hosts', 0))} host(s) trusted; "
+            f"dated URL(s), {number(pub.get('trusted_sources', 0))} trusted; "
             f"judged: {counts(outcomes)}")
 
 

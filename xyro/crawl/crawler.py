@@ -425,7 +425,7 @@ class Crawler:
         if done.publication is not None:
             # Read when its body was complete: a date stamped by the server while answering
             # is no later than that (the fetch start would make it look like the future).
-            self.publication.read(self.frontier, item.host, item.depth, done.publication,
+            self.publication.read(self.frontier, item.url, item.depth, done.publication,
                                   result.finished_at or now)
 
     def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,

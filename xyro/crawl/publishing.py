@@ -14,7 +14,9 @@ frontier:
   first element (:func:`sniff_publication`), and parsed there (:func:`read_publication`,
   pure and bounded); back on the dispatcher, :meth:`PublicationChannel.read` queues the listed
   pages (:attr:`Source.SITEMAP`, discovery level, one level deeper) and the listed sitemaps,
-  and hands the dates to :class:`PublishedDates`, keyed by the host of the listing;
+  and hands the dates to :class:`PublishedDates`, keyed by the listing's own URL (a host's
+  honest sitemap must not lend its trust to a feed of the same host that dates every entry
+  alike);
 * :meth:`PublicationChannel.change_date` is the change date a fetch's observation records.
 
 Plain-text sitemaps and gzip-compressed sitemap files are not recognised (only XML
@@ -143,16 +145,16 @@ class PublicationChannel:
 
     # -- what a source said -----------------------------------------------------------------
 
-    def read(self, frontier: Frontier, host: str, depth: int, publication: Publication,
+    def read(self, frontier: Frontier, source: str, depth: int, publication: Publication,
              read_at: float) -> tuple[Submitted, Submitted | None]:
-        """A sitemap or feed of ``host`` at link ``depth`` was read at ``read_at``: its
-        pages enter as :attr:`Source.SITEMAP` one level deeper, its sitemaps (an index) as
-        sources, and the dates go to the trust record of ``host``."""
+        """The sitemap or feed at URL ``source``, at link ``depth``, was read at ``read_at``:
+        its pages enter as :attr:`Source.SITEMAP` one level deeper, its sitemaps (an index)
+        as sources, and the dates go to the trust record of ``source``."""
         with self._lock:
             self._reads += 1
         pages = frontier.submit(Source.SITEMAP, [u for u, _ in publication.pages],
                                 LISTED_PRIORITY, depth=depth + 1)
-        self.dates.listed(host, publication.pages, read_at)
+        self.dates.listed(source, publication.pages, read_at)
         sitemaps = (self.offer(frontier, publication.sitemaps, depth + 1)
                     if publication.sitemaps else None)
         return pages, sitemaps
@@ -183,4 +185,4 @@ class PublicationChannel:
         with self._lock:
             sources, reads = len(self._sources), self._reads
         return {"sources": sources, "read": reads, **self.dates.counts(),
-                "trusted_hosts": self.dates.trusted_sources()}
+                "trusted_sources": self.dates.trusted_sources()}

@@ -5,12 +5,18 @@ changed. DESIGN.md §6 uses change dates to estimate change rates (λ = C / Σ l
 dates that are reliable. This component keeps, per URL, the date its latest listing gave
 (``<lastmod>``, ``<updated>``, ``pubDate``) and when that listing was read; when the URL is
 fetched again, the fetch interval is judged against that date (:func:`xyro.publication.trust.judge`)
-in the trust record of the listing's host (:class:`~xyro.publication.trust.PublishedDateTrusts`),
-and the date becomes the observation's change date only while that host is trusted and the
+in the trust record of the listing (:class:`~xyro.publication.trust.PublishedDateTrusts`),
+and the date becomes the observation's change date only while that source is trusted and the
 server sent no Last-Modified of its own (:func:`xyro.publication.trust.change_date`).
 
-Memory is bounded: at most ``max_urls`` listed URLs are remembered, the oldest listings
-dropped first. Thread-safe (listings arrive from the crawl's dispatcher, judgements too).
+A fetch judged against a listing read before it cannot tell a date that never moves from a
+change after the read (:func:`xyro.publication.trust.judge` calls it undecidable); such an
+interval is kept and judged again when a source next lists the URL, read after the fetch.
+Without that second look a feed that dates every entry alike is trusted on its unchanged
+pages alone.
+
+Memory is bounded: at most ``max_urls`` listed URLs and as many undecided intervals are
+remembered, the oldest dropped first. Thread-safe (listings arrive from the crawl's dispatcher, judgements too).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xyro.publication.trust import Outcome, PublishedDateTrusts, TrustVerdict, change_date
+from xyro.publication.trust import (Outcome, PublishedDateTrust, PublishedDateTrusts,
+                                    TrustVerdict, change_date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +36,11 @@ class Listing:
 
     published: float   # POSIX seconds: the date the source gave
     read_at: float     # when the source was read (clock time)
-    source: str        # the trust key: the listing's host
+    source: str        # the trust key: the sitemap's or feed's URL
 
 
 class PublishedDates:
-    """Listed dates per URL and a trust record per host (module docstring)."""
+    """Listed dates per URL and a trust record per source (module docstring)."""
 
     def __init__(self, trusts: PublishedDateTrusts | None = None,
                  max_urls: int = 1_000_000) -> None:
@@ -42,6 +49,8 @@ class PublishedDates:
         self._trusts = trusts or PublishedDateTrusts()
         self._max_urls = max_urls
         self._listed: OrderedDict[str, Listing] = OrderedDict()
+        # URL -> (previous fetch, fetch, changed): its last interval, undecidable when fetched.
+        self._undecided: OrderedDict[str, tuple[float, float, bool]] = OrderedDict()
         self._outcomes: Counter[str] = Counter()
         # Sources trusted after their latest judgement: kept as judgements arrive, so the
         # status snapshot does not recompute every host's verdict.
@@ -63,11 +72,14 @@ class PublishedDates:
                 if trust.observe_listing(published, read_at) is Outcome.FUTURE:
                     self._outcomes[Outcome.FUTURE.value] += 1
                     continue
+                self._judge_undecided(trust, url, published, read_at)
                 self._listed[url] = Listing(published, read_at, source)
                 self._listed.move_to_end(url)
                 dated += 1
             while len(self._listed) > self._max_urls:
                 self._listed.popitem(last=False)
+            while len(self._undecided) > self._max_urls:
+                self._undecided.popitem(last=False)
             self._note_trust(source, trust.trusted)
         return dated
 
@@ -89,9 +101,26 @@ class PublishedDates:
                                         changed=changed, published=listing.published,
                                         read_at=listing.read_at)
                 self._outcomes[outcome.value] += 1
+                self._undecided.pop(url, None)
+                if outcome is Outcome.UNDECIDABLE and listing.read_at < fetch:
+                    self._undecided[url] = (previous_fetch, fetch, changed)
             trusted = trust.trusted
             self._note_trust(listing.source, trusted)
             return change_date(http_last_modified, listing.published, trusted)
+
+    def _judge_undecided(self, trust: PublishedDateTrust, url: str, published: float,
+                         read_at: float) -> None:
+        """Judge ``url``'s undecided interval against the date a source read after it gives;
+        caller holds the lock."""
+        interval = self._undecided.get(url)
+        if interval is None or read_at < interval[1]:
+            return
+        previous_fetch, fetch, changed = interval
+        outcome = trust.observe(previous_fetch=previous_fetch, fetch=fetch, changed=changed,
+                                published=published, read_at=read_at)
+        if outcome is not Outcome.UNDECIDABLE:
+            del self._undecided[url]
+            self._outcomes[outcome.value] += 1
 
     def _note_trust(self, source: str, trusted: bool) -> None:
         if trusted:

@@ -27,8 +27,12 @@ Verdict over the last ``window`` judged outcomes: trusted only when there are at
 most ``max_disagreement``, and, among the intervals where the content changed, the share of
 MISSED is at most ``max_disagreement`` too. The last test catches dates that never move: a
 frozen date agrees with every no-change interval, so on a slowly changing page the overall
-share stays low while the dates say nothing. Trust starts off (no evidence yet) and comes
-back by itself once the bad outcomes have left the window.
+share stays low while the dates say nothing. For the same reason a source is trusted only
+once at least one content change in the window was dated inside its interval (AGREE on a
+changed page): MISSED is rarely decidable when a fetch is judged, since the source was
+read before it (:class:`xyro.publication.published.PublishedDates` judges such intervals
+again at the next listing). Trust starts off (no evidence yet) and comes back by itself
+once the bad outcomes have left the window.
 """
 
 from __future__ import annotations
@@ -213,6 +217,7 @@ class PublishedDateTrust:
         bad = sum(o in _BAD for o, _ in self._recent)
         changes = sum(c for o, c in self._recent if o is not Outcome.FUTURE)
         missed = sum(o is Outcome.MISSED for o, _ in self._recent)
+        dated = sum(o is Outcome.AGREE and c for o, c in self._recent)
         future = sum(o is Outcome.FUTURE for o, _ in self._recent)
 
         def verdict(ok: bool, reason: str) -> TrustVerdict:
@@ -229,6 +234,9 @@ class PublishedDateTrust:
         if changes and missed > self.max_disagreement * changes:
             return verdict(False, f"dates did not move for {missed} of the last {changes} "
                                   f"content changes")
+        if not dated:
+            return verdict(False, "no content change dated yet (a date that never moves "
+                                  "agrees with every unchanged page)")
         return verdict(True, f"{judged - bad} of the last {judged} dates agree")
 
 

@@ -196,13 +196,13 @@ def _queue_metrics(crawler: Crawler) -> Iterator[Metric]:
         return
     yield _gauge("xyro_publication_listed_urls", "URLs with a date from a sitemap or feed.",
                  pub["listed_urls"])
-    yield _gauge("xyro_publication_trusted_hosts", "Hosts whose sitemap/feed dates are "
-                 "believed as change dates.", pub["trusted_hosts"])
+    yield _gauge("xyro_publication_trusted_sources", "Sitemaps and feeds whose dates are "
+                 "believed as change dates.", pub["trusted_sources"])
     yield _labelled(CounterMetricFamily(
         "xyro_publication_judged", "Fetch intervals judged against a published date, by "
         "outcome.", labels=["outcome"]),
         {k: v for k, v in pub.items() if k not in ("sources", "read", "listed_urls",
-                                                   "trusted_hosts")})
+                                                   "trusted_sources")})
 
 
 def _writer_metrics(stats: dict[str, Any]) -> Iterator[Metric]:
