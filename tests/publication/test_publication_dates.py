@@ -81,3 +81,29 @@ def test_future_dates_are_held_against_the_source_and_memory_is_bounded() -> Non
     assert "future" in dates.verdict("f.example").reason
     with pytest.raises(ValueError, match="max_urls"):
         PublishedDates(max_urls=0)
+
+
+def test_an_interval_undecided_at_its_fetch_is_judged_at_the_next_listing() -> None:
+    # Listed at 500 with date 100; the page changed in (400, 600]: when fetched at 600 the
+    # change may lie after the read, so undecidable. Listed again at 700, still dated 100:
+    # the date missed a change it had time to show.
+    url = "http://a.example/p"
+    frozen = PublishedDates()
+    frozen.listed("feed", [(url, 100.0)], 500.0)
+    frozen.change_date(url, 400.0, 600.0, True, None)
+    assert frozen.counts() == {"listed_urls": 1, "undecidable": 1}
+    frozen.listed("feed", [(url, 100.0)], 700.0)
+    assert frozen.counts()["missed"] == 1 and frozen.verdict("feed").missed == 1
+    frozen.listed("feed", [(url, 100.0)], 800.0)  # judged once, not again
+    assert frozen.counts()["missed"] == 1
+    honest = PublishedDates()
+    honest.listed("map", [(url, 100.0)], 500.0)
+    honest.change_date(url, 400.0, 600.0, True, None)
+    honest.listed("map", [(url, 550.0)], 700.0)  # the change, dated inside the interval
+    assert honest.counts()["agree"] == 1 and "missed" not in honest.counts()
+    # A listing read before the fetch decides nothing yet.
+    early = PublishedDates()
+    early.listed("map", [(url, 100.0)], 500.0)
+    early.change_date(url, 400.0, 600.0, True, None)
+    early.listed("map", [(url, 100.0)], 590.0)
+    assert "missed" not in early.counts()
