@@ -16,7 +16,8 @@ Without that second look a feed that dates every entry alike is trusted on its u
 pages alone.
 
 Memory is bounded: at most ``max_urls`` listed URLs and as many undecided intervals are
-remembered, the oldest dropped first. Thread-safe (listings arrive from the crawl's dispatcher, judgements too).
+remembered, the oldest dropped first. Thread-safe (listings arrive from the crawl's
+dispatcher, judgements too).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class PublishedDates:
         self._undecided: OrderedDict[str, tuple[float, float, bool]] = OrderedDict()
         self._outcomes: Counter[str] = Counter()
         # Sources trusted after their latest judgement: kept as judgements arrive, so the
-        # status snapshot does not recompute every host's verdict.
+        # status snapshot does not recompute every source's verdict.
         self._trusted: set[str] = set()
         self._lock = threading.Lock()
 
