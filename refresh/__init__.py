@@ -31,9 +31,10 @@ from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
 
 __all__ = [
     "AccessHistory", "ChangeObservations", "Family", "Folders", "IntervalPlan", "KeySource",
-    "NOT_FILED", "POLICIES", "baseline_priority", "RateEstimate", "RateSource", "RateSum", "Reliability", "UnitFetchList",
-    "WaterLedger", "WaterLevel", "cho_bias_reduced_rate", "compose_unit", "dated_history", "due_by_scan",
-    "due_folders", "estimate_rate", "folders_after", "host_reliability", "last_modified_rate",
-    "naive_rate", "page_reliability", "refresh_intervals", "refresh_weights",
-    "signature_rate", "signature_rates", "time_average_obsolescence",
+    "NOT_FILED", "POLICIES", "baseline_priority", "RateEstimate", "RateSource", "RateSum",
+    "Reliability", "UnitFetchList", "WaterLedger", "WaterLevel", "cho_bias_reduced_rate",
+    "compose_unit", "dated_history", "due_by_scan", "due_folders", "estimate_rate",
+    "folders_after", "host_reliability", "last_modified_rate", "naive_rate", "page_reliability",
+    "refresh_intervals", "refresh_weights", "signature_rate", "signature_rates",
+    "time_average_obsolescence",
 ]
