@@ -21,6 +21,7 @@ from pathlib import Path
 from metadata import MetadataStore
 from xyro.app import App, build_crawler
 from xyro.crawl.admission import Source
+from xyro.crawl.crawler import Crawler
 import threading
 import time
 
@@ -102,6 +103,22 @@ class SteppedClock:
         return stop.wait(max(0.0, seconds))
 
 
+def _crawl_daily(crawler: Crawler, store: MetadataStore, app: App, web: SyntheticWeb,
+                 clock: SteppedClock, rounds: int) -> list[str]:
+    """The whole web once from its seeds, then ``rounds`` days: each re-reads the sitemaps
+    first (urgent), then refreshes every listed page (feeds included). Returns those URLs."""
+    restore_frontier(store, crawler, True)
+    queue_seeds(crawler.frontier, app.config.seeds)
+    crawler.run()
+    pages = list(_listed(web))
+    for _ in range(rounds):
+        clock.advance(DAY)
+        crawler.publication.reread(crawler.frontier, clock.now())
+        crawler.frontier.submit(Source.REFRESH, pages, REFRESH)
+        crawler.run()
+    return pages
+
+
 def _rates(db: Path) -> dict[str, float]:
     conn = sqlite3.connect(db)
     try:
@@ -126,15 +143,7 @@ def test_honest_sitemap_dates_beat_signatures_alone(tmp_path: Path, app_for) -> 
             parts = build_crawler(app, store)
             crawler = parts.crawler
             try:
-                restore_frontier(store, crawler, True)
-                queue_seeds(crawler.frontier, app.config.seeds)
-                crawler.run()
-                pages = list(_listed(web))
-                for _ in range(rounds):
-                    clock.advance(DAY)
-                    crawler.publication.reread(crawler.frontier, clock.now())
-                    crawler.frontier.submit(Source.REFRESH, pages, REFRESH)
-                    crawler.run()
+                _crawl_daily(crawler, store, app, web, clock, rounds)
                 snap = crawler.snapshot()["publication"]
             finally:
                 parts.close()
@@ -190,15 +199,7 @@ def test_a_feed_does_not_borrow_the_trust_of_its_hosts_sitemap(tmp_path: Path, a
             parts = build_crawler(app, store)
             crawler = parts.crawler
             try:
-                restore_frontier(store, crawler, True)
-                queue_seeds(crawler.frontier, app.config.seeds)
-                crawler.run()
-                pages = list(_listed(web))
-                for _ in range(4):  # sitemaps first (urgent), then the pages and feeds
-                    clock.advance(DAY)
-                    crawler.publication.reread(crawler.frontier, clock.now())
-                    crawler.frontier.submit(Source.REFRESH, pages, REFRESH)
-                    crawler.run()
+                pages = _crawl_daily(crawler, store, app, web, clock, 4)
                 snap = crawler.snapshot()["publication"]
                 by_feed = sum(1 for url in pages
                               if (listing := crawler.publication.dates.listing(url))
