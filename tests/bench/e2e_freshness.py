@@ -20,8 +20,9 @@ the web's own request log (which page was read when, the version it was served) 
 change processes: the importance-weighted time-average obsolescence Σ r_i·λ_i·∫(t − t_last,i)
 dt / window (DESIGN.md §6, the true λ_i, in changes per unit), and the freshness of the
 stored pages (the share not changed since their last read), plain and importance-weighted.
-r_i is the §6 weight computed by the ranking package on the web's true link graph: direct
-importance (PageRank × N) for XML pages, interest (inverse ranking) for HTML pages. Pages
+r_i is the §6 weight computed by the ranking package on the web's true link graph (the
+links that vote: rel=nofollow ones cast none): direct importance (PageRank × N) for XML
+pages, interest (inverse ranking) for HTML pages. Pages
 scored: those every run had read before the window began.
 
 References from the truth: Ω(G) = (Σ√(r·λ))²/2G and the clamped optimum (water-filled
@@ -121,7 +122,10 @@ class Truth:
     def of(cls, spec: WebSpec) -> Truth:
         model = build_model(spec)
         rates_s = np.array([p.rate for p in model.pages])
-        src, dst = model.edges()
+        # The links that vote: a rel=nofollow link casts none (and the daemon, which honours
+        # it, never stores it), so counting it would score the daemon against weights no
+        # ranking of the crawled web could give.
+        src, dst = model.edges(nofollow=False)
         n = len(model.pages)
         order = np.lexsort((dst, src))
         indptr = np.zeros(n + 1, dtype=np.int64)

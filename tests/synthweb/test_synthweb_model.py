@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import replace
 
 import networkx as nx
@@ -74,6 +74,17 @@ def test_xml_share_and_kinds(spec: WebSpec) -> None:
     xml_ids = {p.id for p in m.pages if p.kind != "html"}
     src_kinds = {m.pages[s].kind for s, d in zip(*m.edges()) if d in xml_ids}
     assert "html" in src_kinds and "xml" in src_kinds  # XML is linked from both
+
+
+def test_edges_without_nofollow_leave_out_exactly_the_nofollow_links(spec: WebSpec) -> None:
+    m = build_model(replace(spec, n_pages=3000))
+    everything = list(zip(*(a.tolist() for a in m.edges())))
+    voting = list(zip(*(a.tolist() for a in m.edges(nofollow=False))))
+    marked = [(p.id, m.page_at[(l.host, l.path)]) for p in m.pages for l in p.links
+              if l.nofollow and (l.host, l.path) in m.page_at]
+    assert marked, "the test spec must produce nofollow links"
+    assert len(voting) == len(everything) - len(marked)
+    assert Counter(everything) - Counter(voting) == Counter(marked)
 
 
 def test_pagerank_matches_networkx(spec: WebSpec) -> None:

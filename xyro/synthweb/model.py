@@ -91,13 +91,16 @@ class WebModel:
     def host_of_role(self, role: str) -> Host | None:
         return next((h for h in self.hosts if h.role == role), None)
 
-    def edges(self) -> tuple[np.ndarray, np.ndarray]:
-        """(src, dst) page-id arrays of page-to-page links (hostile targets excluded)."""
+    def edges(self, nofollow: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(src, dst) page-id arrays of page-to-page links (hostile targets excluded).
+
+        ``nofollow=False`` leaves out the links marked rel=nofollow: not endorsements, they
+        cast no vote in a ranking (and a crawler that honours them never stores them)."""
         src, dst = [], []
         for p in self.pages:
             for link in p.links:
                 t = self.page_at.get((link.host, link.path))
-                if t is not None:
+                if t is not None and (nofollow or not link.nofollow):
                     src.append(p.id)
                     dst.append(t)
         return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
