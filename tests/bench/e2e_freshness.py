@@ -26,12 +26,14 @@ pages, interest (inverse ranking) for HTML pages. Pages
 scored: those every run had read before the window began.
 
 References from the truth: Ω(G) = (Σ√(r·λ))²/2G and the clamped optimum (water-filled
-intervals in [1, t_max]) at the refresh bandwidth the planner's run really had (its mean
-refresh fetches per unit over the window). Where the planner's remaining gap goes, as
+intervals in [1, t_max] for every page, the static ones read every t_max as the daemon must)
+at the refresh bandwidth the planner's run really had (its mean refresh fetches per unit
+over the window). Where the planner's remaining gap goes, as
 steady-state plans scored with the truth: the optimum planned with the daemon's own
 importance (from the graph it crawled) instead of the true one, with its own rate estimates
 instead of the true ones (and, split by estimator, with its λ̂ only on the pages rated from
-Last-Modified dates or only on those rated from signatures), and with both; and the
+Last-Modified dates, only on those rated from signatures, or only on those never seen to
+change), and with both; and the
 bandwidth its refresh share lost to discovery and politeness (G against refresh fetches per
 unit).
 
@@ -253,17 +255,26 @@ def score(reads: dict[int, np.ndarray], pages: np.ndarray, truth: Truth, a: floa
 
 
 def optimum(r: np.ndarray, lam: np.ndarray, g: float, plan_r: np.ndarray | None = None,
-            plan_lam: np.ndarray | None = None) -> float:
+            plan_lam: np.ndarray | None = None, static_read: bool = True) -> float:
     """Steady-state obsolescence (true r, λ) of the clamped optimal plan made with
-    ``plan_r``/``plan_lam`` (default: the truth) at bandwidth g. Static pages need no
-    refresh and score 0 whatever their interval."""
-    changing = lam > 0
-    r, lam = r[changing], lam[changing]
-    pr = r if plan_r is None else plan_r[changing]
-    pl = lam if plan_lam is None else plan_lam[changing]
+    ``plan_r``/``plan_lam`` (default: the truth) at bandwidth g.
+
+    Every page is planned, the static ones too: the clamp t_i ≤ t_max binds every page (the
+    daemon runs with it and cannot know that a page never changes), so a static page takes
+    at least 1/t_max of g and scores 0 whatever its interval; a plan made with estimates
+    spends on it what its λ̂ asks. ``static_read=False``: the static pages are left out (never
+    read, as only an oracle could), the reference this benchmark used until 2026-11-27."""
+    if not static_read:
+        changing = lam > 0
+        r, lam = r[changing], lam[changing]
+        plan_r = None if plan_r is None else plan_r[changing]
+        plan_lam = None if plan_lam is None else plan_lam[changing]
+    pr = r if plan_r is None else plan_r
+    pl = lam if plan_lam is None else plan_lam
     plan = refresh_intervals(np.maximum(pr, 1e-12), np.maximum(pl, 1e-12), g, 1.0,
                              float(T_MAX))
-    return time_average_obsolescence(r, lam, plan.intervals)
+    changing = lam > 0  # a static page scores 0
+    return time_average_obsolescence(r[changing], lam[changing], plan.intervals[changing])
 
 
 def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray
@@ -301,7 +312,8 @@ def rate_gap_by_source(r: np.ndarray, lam: np.ndarray, g: float, lam_hat: np.nda
     the others), over the optimum: which estimator's errors cost what."""
     out = {}
     for name, key in (("last_modified", RateSource.LAST_MODIFIED),
-                      ("signature", RateSource.SIGNATURE_MLE)):
+                      ("signature", RateSource.SIGNATURE_MLE),
+                      ("never_changed", RateSource.NEVER_CHANGED)):
         mine = source == key.value
         out[f"optimum_with_daemon_rates_on_{name}_pages_over_optimum"] = \
             optimum(r, lam, g, plan_lam=np.where(mine, lam_hat, lam)) / opt
@@ -422,6 +434,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
     out["references"] = {
         "refresh_bandwidth_pages_per_unit": round(g, 1), "omega_g": s * s / (2 * g),
         "clamped_optimum": opt,
+        "optimum_static_pages_never_read": optimum(r, lam, g, static_read=False),
         "uniform_steady_state": time_average_obsolescence(
             r[changing], lam[changing],
             np.full(int(changing.sum()), min(max(pages.size / g, 1.0), T_MAX))),
