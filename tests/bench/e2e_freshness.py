@@ -264,17 +264,15 @@ def optimum(r: np.ndarray, lam: np.ndarray, g: float, plan_r: np.ndarray | None 
     at least 1/t_max of g and scores 0 whatever its interval; a plan made with estimates
     spends on it what its λ̂ asks. ``static_read=False``: the static pages are left out (never
     read, as only an oracle could), the reference this benchmark used until 2026-11-27."""
-    if not static_read:
-        changing = lam > 0
-        r, lam = r[changing], lam[changing]
-        plan_r = None if plan_r is None else plan_r[changing]
-        plan_lam = None if plan_lam is None else plan_lam[changing]
     pr = r if plan_r is None else plan_r
     pl = lam if plan_lam is None else plan_lam
-    plan = refresh_intervals(np.maximum(pr, 1e-12), np.maximum(pl, 1e-12), g, 1.0,
-                             float(T_MAX))
     changing = lam > 0  # a static page scores 0
-    return time_average_obsolescence(r[changing], lam[changing], plan.intervals[changing])
+    planned = np.ones_like(changing) if static_read else changing
+    plan = refresh_intervals(np.maximum(pr[planned], 1e-12), np.maximum(pl[planned], 1e-12),
+                             g, 1.0, float(T_MAX))
+    t = np.full(lam.shape, np.inf)
+    t[planned] = plan.intervals
+    return time_average_obsolescence(r[changing], lam[changing], t[changing])
 
 
 def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray
