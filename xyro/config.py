@@ -248,7 +248,7 @@ class RefreshConfig(_Section):
     min_interval_units: int = Field(1, ge=1)
     max_interval_units: int = Field(90, ge=1)
     importance_floor: float = Field(0.0, ge=0)
-    importance_source: Literal["rank", "uniform"] = "rank"
+    importance_source: Literal["rank", "importance", "uniform"] = "rank"
     policy: Literal["planner", "uniform", "change_proportional"] = "planner"
 
     @model_validator(mode="after")

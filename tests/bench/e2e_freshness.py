@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/e2e_freshness.py [--quick] [--pages 20000] [--hosts 50]
         [--units 60] [--speed 600] [--policies planner,uniform,change_proportional]
+        [--weights rank|importance] [--keep DIR [--rescore]]
 
 One synthetic web (``python -m xyro.synthweb``, no hostile pages: power-law in-links,
 change rates Gamma-distributed over more than three decades, a fifth of the pages static,
@@ -22,8 +23,10 @@ dt / window (DESIGN.md §6, the true λ_i, in changes per unit), and the freshne
 stored pages (the share not changed since their last read), plain and importance-weighted.
 r_i is the §6 weight computed by the ranking package on the web's true link graph (the
 links that vote: rel=nofollow ones cast none): direct importance (PageRank × N) for XML
-pages, interest (inverse ranking) for HTML pages. Pages
-scored: those every run had read before the window began.
+pages, interest (inverse ranking) for HTML pages; with ``--weights importance`` the daemon
+(``refresh.importance_source: importance``) and the score weight every page by its direct
+importance, the PageRank-weighted measure whose steady states the baselines' targets were
+computed from. Pages scored: those every run had read before the window began.
 
 References from the truth: Ω(G) = (Σ√(r·λ))²/2G and the clamped optimum (water-filled
 intervals in [1, t_max] for every page, the static ones read every t_max as the daemon must)
@@ -116,12 +119,15 @@ class Truth:
     model: WebModel
     rates: np.ndarray        # changes per unit
     r: np.ndarray            # §6 weight: importance (XML) or interest (HTML), mean 1
+    weights: str             # refresh.importance_source: rank (§6) or importance (PageRank)
     changes: ChangeProcess
     page_of: dict[tuple[str, str], int]   # (address, path) -> page id
     crawlable: np.ndarray    # bool: a normal host's page robots.txt allows
 
     @classmethod
-    def of(cls, spec: WebSpec) -> Truth:
+    def of(cls, spec: WebSpec, weights: str = "rank") -> Truth:
+        """``weights``: ``rank`` scores XML pages by importance and HTML pages by interest
+        (DESIGN.md §6); ``importance`` scores every page by its importance (N·PR)."""
         model = build_model(spec)
         rates_s = np.array([p.rate for p in model.pages])
         # The links that vote: a rel=nofollow link casts none (and the daemon, which honours
@@ -134,12 +140,13 @@ class Truth:
         np.add.at(indptr, src + 1, 1)
         xml = np.array([p.kind in ("xml", "rss", "atom") for p in model.pages])  # feeds too
         report = rank_graph(np.cumsum(indptr), dst[order].astype(np.int32), xml)
-        r = np.where(xml, report.importance, report.interest)
+        r = report.importance if weights == "importance" else \
+            np.where(xml, report.importance, report.interest)
         normal = {h.index for h in model.normal_hosts}
         crawlable = np.array([p.host in normal and not p.disallowed for p in model.pages])
         page_of = {(model.hosts[p.host].address, p.path): p.id for p in model.pages}
-        return cls(model, rates_s * UNIT_S, r, ChangeProcess(spec.seed, rates_s, SIM_START),
-                   page_of, crawlable)
+        return cls(model, rates_s * UNIT_S, r, weights,
+                   ChangeProcess(spec.seed, rates_s, SIM_START), page_of, crawlable)
 
 
 # -- one run -------------------------------------------------------------------------------
@@ -154,7 +161,7 @@ class Run:
 
 
 def daemon_config(folder: Path, seeds: list[str], policy: str, agent: str, g: int,
-                  discovery_share: float) -> Path:
+                  discovery_share: float, weights: str) -> Path:
     config = folder / "xyro.yaml"
     # OPIC checkpoints once a unit: the default, every 300 clock seconds, is two writes of
     # every URL's OPIC columns per real second at 600x, a load no real-time daemon carries.
@@ -165,7 +172,7 @@ def daemon_config(folder: Path, seeds: list[str], policy: str, agent: str, g: in
         f"ranking: {{schedule_s: {6 * UNIT_S}, opic: {{checkpoint_interval_s: {UNIT_S}}}}}\n"
         f"refresh: {{time_unit_s: {UNIT_S}, bandwidth_pages_per_unit: {g}, "
         f"max_interval_units: {T_MAX}, discovery_share: {discovery_share}, "
-        f"policy: {policy}}}\n"
+        f"policy: {policy}, importance_source: {weights}}}\n"
         f"storage: {{database: '{folder / 'xyro.db'}', warehouse_dir: '{folder / 'w'}'}}\n"
         "log: {level: warning}\n")
     return config
@@ -183,7 +190,7 @@ def run_policy(args: argparse.Namespace, policy: str, tmp: Path) -> Run:
         assert web.stdout is not None
         seeds = [web.stdout.readline().strip() for _ in range(args.hosts)]
         config = daemon_config(folder, seeds, policy, agent, budget_g(args),
-                               args.discovery_share)
+                               args.discovery_share, args.weights)
         xyro = [sys.executable, "-m", "xyro", "-c", str(config)]
         subprocess.run([*xyro, "init"], check=True, capture_output=True, cwd=REPO)
         end_real = epoch + args.units * UNIT_S / args.speed
@@ -277,7 +284,7 @@ def optimum(r: np.ndarray, lam: np.ndarray, g: float, plan_r: np.ndarray | None 
 
 def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The planner run's own r̂ (importance for XML, interest for HTML), λ̂ (per unit) and
+    """The planner run's own r̂ (as its truth weights pages), λ̂ (per unit) and
     the source of each λ̂ (``urls.rate_source``: last-modified, signature-mle, ...) of
     ``pages``, from its store; a page without an estimate takes the mean (source "")."""
     conn = sqlite3.connect(db)
@@ -292,7 +299,8 @@ def daemon_estimates(db: Path, truth: Truth, pages: np.ndarray
         page = truth.page_of.get((parts.hostname or "", parts.path or "/"))
         if page is None:
             continue
-        r_hat[page] = imp if kind == "xml" else inter  # the planner's r (DESIGN.md §6)
+        # The planner's r (DESIGN.md §6, or importance everywhere: Truth.weights).
+        r_hat[page] = imp if kind == "xml" or truth.weights == "importance" else inter
         if rate is not None:
             lam_hat[page] = rate * UNIT_S
             source[page] = rate_source or ""
@@ -372,6 +380,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="refresh.discovery_share (default 0.5: the web is found within the "
                         "first third of the run, so the window scores the refresh steady "
                         "state; once nothing is unread, discovery's share goes to refresh)")
+    p.add_argument("--weights", choices=("rank", "importance"), default="rank",
+                   help="r_i of the daemon (refresh.importance_source) and of the score: rank "
+                        "(DESIGN.md §6: importance for XML, interest for HTML; default) or "
+                        "importance (every page by its PageRank)")
     p.add_argument("--keep", type=Path, help="keep each run's web log and store here")
     p.add_argument("--rescore", action="store_true",
                    help="score the runs kept in --keep again, without crawling")
@@ -390,7 +402,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     spec = web_spec(args)
-    truth = Truth.of(spec)
+    truth = Truth.of(spec, args.weights)
     log(f"web: {args.pages} pages on {args.hosts} hosts; rates per unit from "
         f"{np.percentile(truth.rates[truth.rates > 0], 1):.2g} to "
         f"{np.percentile(truth.rates[truth.rates > 0], 99):.2g} (1st-99th percentile)")
@@ -461,6 +473,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
                                                           args.units],
         "unit_s": UNIT_S, "speed": args.speed, "bandwidth_pages_per_unit": budget_g(args),
         "politeness_delay_s": DELAY_S, "t_max_units": T_MAX, "web_seed": args.seed,
+        "weights": args.weights,
         "discovery_share": args.discovery_share,
         "rate_mean_per_unit": RATE_MEAN_PER_UNIT, "rate_gamma_shape": RATE_SHAPE,
         "static_share": web_spec(args).static_share,

@@ -93,6 +93,8 @@ def test_importance_for_xml_interest_for_html_and_uniform(store, fill, kit, plan
         ["http://slow.example/p1.xml"], create=False)))][0] == 1.0  # missing: 1
     uniform = planner(store, [], importance_source="uniform").plan()
     assert np.all(uniform.importance == 1.0)
+    direct = planner(store, [], importance_source="importance").plan()
+    assert direct.importance[pos].tolist() == [4.0, 9.0]  # the HTML page's importance too
 
 
 def test_folders_are_last_access_plus_interval(store, fill, kit, planner) -> None:
@@ -214,6 +216,9 @@ def test_explain_gives_rate_evidence_interval_and_due(store, fill, kit, planner)
     assert info["observed_changes"] == 4 and info["last_modified_reliable"] is False
     assert info["r_source"].startswith("interest")
     assert info["interval_units"] >= 1.0 and isinstance(info["due_unit"], int)
+    direct = planner(store, [], importance_source="importance")
+    assert direct.explain("http://mixed.example/p0.html")["r_source"] == \
+        "importance (direct rank) missing: 1"
     unread = planner(store, []).explain("http://fast.example/new0.xml")
     assert unread["planned"] is False and "only fetched" in unread["why_not"]
 

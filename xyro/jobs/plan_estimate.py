@@ -5,7 +5,8 @@
 host's do too (shrunk toward the population mean: a Gamma posterior mean, see
 ``LM_PRIOR_SHAPE``), else the signature MLE (eq. 9, bias-reduced) with its documented
 boundary answers; a page read once takes the prior. r_i: direct importance for XML pages,
-interest for HTML pages (mean 1), 1 when missing or with ``importance_source: uniform``.
+interest for HTML pages (mean 1), 1 when missing or with ``importance_source: uniform``;
+direct importance for every page with ``importance_source: importance``.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class PageEstimator:
     def importance(self, pages: q.PlannedPages) -> np.ndarray:
         if self._s.importance_source == "uniform":
             return np.ones(pages.ids.size)
-        r = np.where(pages.is_xml, pages.importance, pages.interest)
+        r = pages.importance if self._s.importance_source == "importance" else \
+            np.where(pages.is_xml, pages.importance, pages.interest)
         return np.where(np.isnan(r) | (r < 0), 1.0, r)
 
     def kept(self, r: np.ndarray) -> np.ndarray:

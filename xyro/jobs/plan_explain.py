@@ -41,9 +41,11 @@ def explain(conn: sqlite3.Connection, est: PageEstimator, s: PlannerSettings, ur
         {row["id"]: history}, {row["id"]: row["host_id"]}, plan.prior)[row["id"]]
     unit_s = s.time_unit_s
     t = float(plan.intervals[pos])
-    source = ("uniform" if s.importance_source == "uniform" else
-              ("importance (direct rank)" if row["type"] == "xml" else "interest (inverse rank)"))
-    missing = row["importance" if row["type"] == "xml" else "interest"] is None
+    column = "importance" if row["type"] == "xml" or s.importance_source == "importance" \
+        else "interest"
+    source = "uniform" if s.importance_source == "uniform" else \
+        {"importance": "importance (direct rank)", "interest": "interest (inverse rank)"}[column]
+    missing = row[column] is None
     out.update({
         "planned": True,
         "r": float(plan.importance[pos]),

@@ -10,7 +10,8 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
    a page read once takes the prior, the mean rate of the estimated pages (obsolescence is
    linear in λ, so the mean is the plug-in), and follows it as it moves;
 3. r_i: direct importance for XML pages, interest for HTML pages (mean 1), 1 when missing
-   or with ``importance_source: uniform``; below the importance floor: never refreshed;
+   or with ``importance_source: uniform`` (direct importance for every page with
+   ``importance``); below the importance floor: never refreshed;
 4. S = Σ√(r_i·λ_i) is updated by the deltas of the pages re-estimated (003 §6.6), split in
    the clamp bands of :mod:`refresh.waterlevel`, and K solved with the water-filling clamp
    correction: t_i = K/√(r_i·λ_i) within [min_interval_units, max_interval_units] and
