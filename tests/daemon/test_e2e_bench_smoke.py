@@ -1,12 +1,19 @@
 """Keeps tests/bench/e2e_freshness.py from rotting: a tiny run (400 pages, 4 hosts, 4 units at
-3,000x, the planner and the uniform baseline), its one JSON line checked."""
+3,000x, the planner and the uniform baseline, every page weighted by its importance), its one
+JSON line checked; and the two weightings of its ground truth."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xyro.synthweb.spec import WebSpec
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "e2e_freshness.py"
 SUMMARY = {"planner_over_clamped_optimum", "uniform_over_planner",
@@ -16,7 +23,8 @@ SUMMARY = {"planner_over_clamped_optimum", "uniform_over_planner",
 
 def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     run = subprocess.run([sys.executable, str(BENCH), "--pages", "400", "--hosts", "4",
-                          "--units", "4", "--speed", "3000", "--policies", "planner,uniform"],
+                          "--units", "4", "--speed", "3000", "--policies", "planner,uniform",
+                          "--weights", "importance"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
@@ -28,8 +36,27 @@ def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     assert summary["planner_over_clamped_optimum"] > 0 and summary["uniform_over_planner"] > 0
     assert summary["change_proportional_over_planner"] is None  # not run
     assert isinstance(summary["daemon_kept_up"], bool)  # its value depends on the machine's load
-    assert report["setup"]["pages_scored"] > 0
+    assert report["setup"]["pages_scored"] > 0 and report["setup"]["weights"] == "importance"
     for policy in ("planner", "uniform"):
         figures = report[policy]
         assert 0 < figures["freshness"] <= 1 and figures["obsolescence"] > 0
         assert figures["fetched_per_unit"] <= 40  # G = 10 % of the pages per unit
+
+
+def test_truth_weights_html_pages_by_interest_or_by_importance() -> None:
+    sys.path.insert(0, str(BENCH.parent))  # the bench's sibling modules (benchmachine)
+    try:
+        spec_ = importlib.util.spec_from_file_location("e2e_freshness", BENCH)
+        assert spec_ is not None and spec_.loader is not None
+        bench = importlib.util.module_from_spec(spec_)
+        sys.modules["e2e_freshness"] = bench  # its dataclasses look their module up
+        spec_.loader.exec_module(bench)
+    finally:
+        sys.modules.pop("e2e_freshness", None)
+        sys.path.remove(str(BENCH.parent))
+    web = WebSpec(seed=3, n_hosts=4, n_pages=400, hostile=frozenset())
+    rank, importance = bench.Truth.of(web), bench.Truth.of(web, "importance")
+    html = np.array([p.kind == "html" for p in rank.model.pages])
+    assert np.array_equal(rank.r[~html], importance.r[~html])  # XML: importance both ways
+    assert not np.allclose(rank.r[html], importance.r[html])   # HTML: interest vs importance
+    assert importance.r.mean() == pytest.approx(1.0)
