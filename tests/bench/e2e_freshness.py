@@ -118,8 +118,8 @@ class Truth:
 
     model: WebModel
     rates: np.ndarray        # changes per unit
-    r: np.ndarray            # §6 weight: importance (XML) or interest (HTML), mean 1
-    weights: str             # refresh.importance_source: rank (§6) or importance (PageRank)
+    r: np.ndarray            # weight, mean 1: importance (XML), interest or importance (HTML)
+    weights: str             # which: rank (§6, interest for HTML) or importance (every page)
     changes: ChangeProcess
     page_of: dict[tuple[str, str], int]   # (address, path) -> page id
     crawlable: np.ndarray    # bool: a normal host's page robots.txt allows
