@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/bench/e2e_freshness.py [--quick] [--pages 20000] [--hosts 50]
         [--units 60] [--speed 600] [--policies planner,uniform,change_proportional]
-        [--weights rank|importance] [--keep DIR [--rescore]]
+        [--weights importance|rank] [--keep DIR [--rescore]]
 
 One synthetic web (``python -m xyro.synthweb``, no hostile pages: power-law in-links,
 change rates Gamma-distributed over more than three decades, a fifth of the pages static,
@@ -21,12 +21,14 @@ the web's own request log (which page was read when, the version it was served) 
 change processes: the importance-weighted time-average obsolescence Σ r_i·λ_i·∫(t − t_last,i)
 dt / window (DESIGN.md §6, the true λ_i, in changes per unit), and the freshness of the
 stored pages (the share not changed since their last read), plain and importance-weighted.
-r_i is the §6 weight computed by the ranking package on the web's true link graph (the
-links that vote: rel=nofollow ones cast none): direct importance (PageRank × N) for XML
-pages, interest (inverse ranking) for HTML pages; with ``--weights importance`` the daemon
-(``refresh.importance_source: importance``) and the score weight every page by its direct
-importance, the PageRank-weighted measure whose steady states the baselines' targets were
-computed from. Pages scored: those every run had read before the window began.
+r_i is computed by the ranking package on the web's true link graph (the links that vote:
+rel=nofollow ones cast none). ``--weights importance`` (default): every page's direct
+importance (PageRank × N), the true PageRank the targets' baseline steady states were
+computed with, and the daemon plans with its own estimate of it
+(``refresh.importance_source: importance``). ``--weights rank``: DESIGN.md §6's weights,
+importance for XML pages and interest (inverse ranking) for HTML pages, for the score and
+the daemon alike (its default source). Pages scored: those every run had read before the
+window began.
 
 References from the truth: Ω(G) = (Σ√(r·λ))²/2G and the clamped optimum (water-filled
 intervals in [1, t_max] for every page, the static ones read every t_max as the daemon must)
@@ -125,7 +127,7 @@ class Truth:
     crawlable: np.ndarray    # bool: a normal host's page robots.txt allows
 
     @classmethod
-    def of(cls, spec: WebSpec, weights: str = "rank") -> Truth:
+    def of(cls, spec: WebSpec, weights: str = "importance") -> Truth:
         """``weights``: ``rank`` scores XML pages by importance and HTML pages by interest
         (DESIGN.md §6); ``importance`` scores every page by its importance (N·PR)."""
         model = build_model(spec)
@@ -380,10 +382,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="refresh.discovery_share (default 0.5: the web is found within the "
                         "first third of the run, so the window scores the refresh steady "
                         "state; once nothing is unread, discovery's share goes to refresh)")
-    p.add_argument("--weights", choices=("rank", "importance"), default="rank",
-                   help="r_i of the daemon (refresh.importance_source) and of the score: rank "
-                        "(DESIGN.md §6: importance for XML, interest for HTML; default) or "
-                        "importance (every page by its PageRank)")
+    p.add_argument("--weights", choices=("importance", "rank"), default="importance",
+                   help="r_i of the daemon (refresh.importance_source) and of the score: "
+                        "importance (every page by its PageRank; default) or rank "
+                        "(DESIGN.md §6: importance for XML, interest for HTML)")
     p.add_argument("--keep", type=Path, help="keep each run's web log and store here")
     p.add_argument("--rescore", action="store_true",
                    help="score the runs kept in --keep again, without crawling")

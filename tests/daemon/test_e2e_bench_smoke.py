@@ -1,5 +1,5 @@
 """Keeps tests/bench/e2e_freshness.py from rotting: a tiny run (400 pages, 4 hosts, 4 units at
-3,000x, the planner and the uniform baseline, every page weighted by its importance), its one
+3,000x, the planner and the uniform baseline, with §6's weights, the non-default ones), its one
 JSON line checked; and the two weightings of its ground truth."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ SUMMARY = {"planner_over_clamped_optimum", "uniform_over_planner",
 def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     run = subprocess.run([sys.executable, str(BENCH), "--pages", "400", "--hosts", "4",
                           "--units", "4", "--speed", "3000", "--policies", "planner,uniform",
-                          "--weights", "importance"],
+                          "--weights", "rank"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
@@ -36,7 +36,7 @@ def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
     assert summary["planner_over_clamped_optimum"] > 0 and summary["uniform_over_planner"] > 0
     assert summary["change_proportional_over_planner"] is None  # not run
     assert isinstance(summary["daemon_kept_up"], bool)  # its value depends on the machine's load
-    assert report["setup"]["pages_scored"] > 0 and report["setup"]["weights"] == "importance"
+    assert report["setup"]["pages_scored"] > 0 and report["setup"]["weights"] == "rank"
     for policy in ("planner", "uniform"):
         figures = report[policy]
         assert 0 < figures["freshness"] <= 1 and figures["obsolescence"] > 0
@@ -55,7 +55,7 @@ def test_truth_weights_html_pages_by_interest_or_by_importance() -> None:
         sys.modules.pop("e2e_freshness", None)
         sys.path.remove(str(BENCH.parent))
     web = WebSpec(seed=3, n_hosts=4, n_pages=400, hostile=frozenset())
-    rank, importance = bench.Truth.of(web), bench.Truth.of(web, "importance")
+    rank, importance = bench.Truth.of(web, "rank"), bench.Truth.of(web)  # default: importance
     html = np.array([p.kind == "html" for p in rank.model.pages])
     assert np.array_equal(rank.r[~html], importance.r[~html])  # XML: importance both ways
     assert not np.allclose(rank.r[html], importance.r[html])   # HTML: interest vs importance
