@@ -4,7 +4,7 @@ JSON line checked; and the two weightings of its ground truth."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import subprocess
 import sys
@@ -43,17 +43,9 @@ def test_e2e_benchmark_tiny_run_prints_one_json_line() -> None:
         assert figures["fetched_per_unit"] <= 40  # G = 10 % of the pages per unit
 
 
-def test_truth_weights_html_pages_by_interest_or_by_importance() -> None:
-    sys.path.insert(0, str(BENCH.parent))  # the bench's sibling modules (benchmachine)
-    try:
-        spec_ = importlib.util.spec_from_file_location("e2e_freshness", BENCH)
-        assert spec_ is not None and spec_.loader is not None
-        bench = importlib.util.module_from_spec(spec_)
-        sys.modules["e2e_freshness"] = bench  # its dataclasses look their module up
-        spec_.loader.exec_module(bench)
-    finally:
-        sys.modules.pop("e2e_freshness", None)
-        sys.path.remove(str(BENCH.parent))
+def test_truth_weights_html_pages_by_interest_or_by_importance(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # as when run as a script
+    bench = importlib.import_module(BENCH.stem)
     web = WebSpec(seed=3, n_hosts=4, n_pages=400, hostile=frozenset())
     rank, importance = bench.Truth.of(web, "rank"), bench.Truth.of(web)  # default: importance
     html = np.array([p.kind == "html" for p in rank.model.pages])
