@@ -40,6 +40,18 @@ where x_j ≠ 0: |x + b·s + c| − |b·s + c| summed over them. All candidates 
 O(|F| + links + Σ_{k ∈ F} o_k^L·(links from k to the frontier)) per round, the last term
 being the paper's nested loop over siblings.
 
+SC-Select with ``link_back="siblings"`` (an extension, not in the paper). The average column
+s gives every candidate the same share ρ̄ of links landing in L (the share of F's counted links
+that do), so what sets the candidates apart is mostly their inflow g_j: the selection follows
+the pages F's PageRank flows to most. On a real web those are often hubs of other sites that
+rarely link back into L (measured on LAW cnr-2000: README, ``global_pagerank``). ``siblings``
+estimates j's share ρ_j from the pages already crawled beside it: a page p of F shows how
+often the crawled pages it links to link into L, q̄_p = (Σ q_c + ρ̄)/(crawled children + 1)
+with q_c = c's links into L / its out-degree (one pseudo-observation of the paper's ρ̄), and
+ρ_j is the mean q̄_p over j's parents p. j's flow into L is then b_j·(ρ_j/ρ̄)·s on L: the same
+formulas with b_j scaled, so all candidates still cost one table and the sibling pass. With
+nothing crawled yet ρ_j = ρ̄ and the scores are the paper's.
+
 PF-Select scores φ_j (001 §5.3: only the flow term, f_k normalized by o_k + 1, or by O_k under
 ``all``); outlink count scores the number of pages of F linking to j; random draws uniformly.
 """
@@ -54,6 +66,7 @@ from scipy import sparse
 from ranking.global_domain import DomainView
 
 NORMS = ("table", "exact")
+LINK_BACK = ("average", "siblings")
 TABLE_SIZE = 1000
 MAX_PRODUCTS = 1 << 23  # sibling products per block (bounds the memory of one block)
 
@@ -160,13 +173,40 @@ class AbsSums:
         return values
 
 
+def link_back_shares(view: DomainView) -> tuple[np.ndarray, float]:
+    """(ρ_j per candidate, ρ̄): the share of j's links estimated to land in L, from the
+    crawled pages beside it, and the average column's share (module doc, ``siblings``)."""
+    l, local = view.size, view.n_local
+    degree = view.out_degree().astype(np.float64)
+    into_local = np.bincount(view.src[view.dst < local], minlength=l).astype(np.float64)
+    counted = float(degree.sum())
+    rho_bar = float(into_local.sum()) / counted if counted > 0 else 0.0
+    q = np.divide(into_local, degree, out=np.zeros(l), where=degree > 0)
+    crawled_child = view.dst >= local
+    parents = view.src[crawled_child]
+    seen = np.bincount(parents, weights=q[view.dst[crawled_child]], minlength=l)
+    children = np.bincount(parents, minlength=l)
+    per_parent = (seen + rho_bar) / (children + 1.0)
+    count = len(view.candidates)
+    total = np.bincount(view.front_cand, weights=per_parent[view.front_src], minlength=count)
+    links = np.bincount(view.front_cand, minlength=count)
+    return np.divide(total, links, out=np.full(count, rho_bar), where=links > 0), rho_bar
+
+
 def sc_scores(view: DomainView, f: np.ndarray, rng: np.random.Generator | None = None, *,
               norms: str = "table", table_size: int = TABLE_SIZE,
-              max_products: int = MAX_PRODUCTS) -> np.ndarray:
-    """SC-Select: ‖E_L(f̂_j − f)‖₁ for every candidate j (module doc)."""
+              link_back: str = "average", max_products: int = MAX_PRODUCTS) -> np.ndarray:
+    """SC-Select: ‖E_L(f̂_j − f)‖₁ for every candidate j (module doc); ``link_back``: j's
+    links into L as the average column's (the paper's) or from its crawled siblings."""
     if norms not in NORMS:
         raise ValueError(f"norms={norms!r} is unknown; use one of {NORMS}")
+    if link_back not in LINK_BACK:
+        raise ValueError(f"link_back={link_back!r} is unknown; use one of {LINK_BACK}")
     b, shift, s, _ = dense_coefficients(view, f)
+    if link_back == "siblings":
+        rho, rho_bar = link_back_shares(view)
+        if rho_bar > 0:
+            b = b * (rho / rho_bar)
     local = view.n_local
     h = AbsSums(s[:local])
     safe = np.where(b > 0, b, 1.0)
@@ -221,8 +261,15 @@ def sc_one_step(view: DomainView, f: np.ndarray, candidate: int) -> np.ndarray:
     return f + x + b[candidate] * s + shift[candidate]
 
 
-SELECTORS: dict[str, Selector] = {"sc": sc_scores, "pf": pf_scores,
-                                  "outlinks": outlink_scores, "random": random_scores}
+def sc_siblings_scores(view: DomainView, f: np.ndarray,
+                       rng: np.random.Generator | None = None) -> np.ndarray:
+    """SC-Select with each candidate's links into L estimated from its crawled siblings."""
+    return sc_scores(view, f, rng, link_back="siblings")
+
+
+SELECTORS: dict[str, Selector] = {"sc": sc_scores, "sc_siblings": sc_siblings_scores,
+                                  "pf": pf_scores, "outlinks": outlink_scores,
+                                  "random": random_scores}
 
 
 def resolve_selector(selector: str | Selector) -> Selector:

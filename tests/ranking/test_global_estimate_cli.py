@@ -75,6 +75,10 @@ def test_edges_mode_reports_errors_against_the_global_pagerank(
                 str(path), "--local", "200:300", "--selector", "pf", "--extra", "1",
                 "--out-degree", "all")
     assert text.exit_code == 0 and "extra_pages: 100" in text.stdout
+    learned = _run(_config(tmp_path, tmp_path / "x.db"), "--global-estimate", "--edges",
+                   str(path), "--local", "200:300", "--selector", "sc_siblings", "--json")
+    assert learned.exit_code == 0, learned.output
+    assert json.loads(learned.stdout)["selector"] == "sc_siblings"
 
 
 @pytest.mark.parametrize(("args", "message"), [

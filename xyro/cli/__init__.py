@@ -304,9 +304,12 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
                    "graph's in-scope pages (what it allows without fetching). Writes nothing.")
 @click.option("--local", "local_range", default=None, metavar="START:STOP",
               help="With --global-estimate --edges: the local domain, ids START to STOP-1.")
-@click.option("--selector", type=click.Choice(["sc", "pf", "outlinks", "random"]),
+@click.option("--selector",
+              type=click.Choice(["sc", "sc_siblings", "pf", "outlinks", "random"]),
               default=None, help="With --global-estimate: which frontier pages to crawl "
-                                 "[default: sc, SC-Select].")
+                                 "[default: sc, SC-Select; sc_siblings: SC-Select with each "
+                                 "page's links back into the domain learned from the pages "
+                                 "crawled beside it].")
 @click.option("--extra", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --global-estimate: extra pages, as a multiple of the domain's "
                    "pages [default: 2].")
