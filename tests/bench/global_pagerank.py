@@ -1,33 +1,45 @@
 """Global PageRank of a local domain (001, DESIGN.md §5): how close FindGlobalPR gets to the
 true global PageRank after n and 2n extra pages, per selector, and how fast a round is.
 
-Run: ``.venv/bin/python tests/bench/global_pagerank.py [--quick]`` (heavy: ``nice -n 10``;
-about 10 minutes, ``--quick`` a few seconds). Prints ONE JSON line; progress on stderr.
+Run: ``.venv/bin/python tests/bench/global_pagerank.py [--quick] [--domains 30] [--jobs 2]``
+(heavy: ``nice -n 10``; about 25 minutes with two jobs, ``--quick`` a few seconds). Prints
+ONE JSON line; progress on stderr.
 
 - global graphs: LAW cnr-2000 (a local domain = a contiguous id range: ids are in URL order,
   so a range is a run of sites) and a synthetic web with site structure (``site_web``:
   sites of contiguous ids, most links inside the site, the rest to popular pages of popular
   sites); both as the paper's 0/1 graph (no duplicate links, no self-links);
+- cnr-2000 domains, two designs over the same draws: ``ranges``, random contiguous ranges of
+  2,000 to 20,000 pages (the summary's; ``--domains`` of them, the first ten always the same),
+  and ``site_aligned``, each range's two ends moved, within a fifth of its size, to the gap
+  between ids that the fewest short links (spanning at most 3,000 ids) cross: a site's pages
+  are contiguous and link mostly to each other, so the cut falls between sites rather than
+  through one (the paper's site domains are whole sites);
 - truth: the global ``teleport`` PageRank (uniform teleport, damping 0.85, dangling pages
-  teleport), restricted to the domain and renormalized; local domains of 2,000 to 20,000
-  pages (``--quick``: 300 to 1,000 pages of smaller graphs);
+  teleport), restricted to the domain and renormalized (``--quick``: 300 to 1,000 pages of
+  smaller graphs);
 - per domain, for both out-degrees (``within``: links inside F only, the paper's D_F;
   ``all``: links leaving F kept in the out-degree) and each selector (SC-Select with the
-  discretized table, SC with exact norms, PF-Select, outlink count, random, and an
-  ``oracle`` that knows the global graph: the paper's §6 "impact" g_j·o_L(j)/o(j), an upper
-  reference no crawler has), 50 rounds of 2n/50 pages: the L1, L∞ errors after n and 2n extra
-  pages, and the local PageRank's (round 0); and ``inflow_share_2n``, the share of the
-  PageRank flowing into L from outside (Σ g_j/o_j over links j -> L) that the crawled pages
-  carry, which says whether a selector finds what makes the global PageRank differ;
+  discretized table, SC with exact norms, SC with links back learned from crawled siblings,
+  PF-Select, outlink count, random, and an ``oracle`` that knows the global graph: the
+  paper's §6 "impact" g_j·o_L(j)/o(j), an upper reference no crawler has), 50 rounds of
+  2n/50 pages: the L1, L∞ errors after n and 2n extra pages, and the local PageRank's (round
+  0); ``inflow_share_2n``, the share of the PageRank flowing into L from outside (Σ g_j/o_j
+  over links j -> L) that the crawled pages carry; ``links_into_local_share_2n``, the share
+  of crawled pages with a link into L;
+- medians over the domains with a 90 % bootstrap interval (the domains resampled 2,000
+  times) for the two summary ratios: how far the figure could move with another draw;
 - time: seconds per round (F's PageRank + the selection) against |F| over all rounds of the
   SC runs, with a least-squares line (slope in seconds per 1,000 pages of F); the whole 2n
-  estimate of each 20,000-page domain with SC (wall time, crawling from memory included).
+  estimate of each 20,000-page domain with SC (wall time, crawling from memory included;
+  with ``--jobs 2`` each domain runs on its own core).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -45,15 +57,18 @@ sys.path.insert(0, str(REPO))
 
 from ranking.global_domain import graph_out_links, simple_graph  # noqa: E402
 from ranking.global_estimate import EstimateParams, find_global_pagerank  # noqa: E402
-from ranking.global_select import sc_scores  # noqa: E402
+from ranking.global_select import sc_scores, sc_siblings_scores  # noqa: E402
 from ranking.graph import LinkGraph  # noqa: E402
 from ranking.importance import direct_importance  # noqa: E402
 from ranking.sweep import SolverParams  # noqa: E402
 
 DAMPING = 0.85
 ROUNDS = 50
-SELECTORS = ("sc", "sc_exact", "pf", "outlinks", "random", "oracle")
-COMPARED = ("sc", "pf", "outlinks", "random")  # the crawler's selectors (001 §6)
+SELECTORS = ("sc", "sc_exact", "sc_siblings", "pf", "outlinks", "random", "oracle")
+COMPARED = ("sc", "pf", "outlinks", "random")  # the paper's selectors (001 §6)
+CNR_SIZES = [2000, 2000, 2000, 5000, 5000, 5000, 10000, 10000, 20000, 20000]
+SHORT_LINK_IDS = 3000  # site_aligned: links spanning at most this many ids count as a site's
+BOOTSTRAP = 2000
 
 
 def log(message: str) -> None:
@@ -93,6 +108,29 @@ def cnr_domains(n: int, sizes: list[int], seed: int) -> list[tuple[int, int]]:
     return [(int(rng.integers(0, n - size)), size) for size in sizes]
 
 
+def site_aligned(graph: LinkGraph, domains: list[tuple[int, int]],
+                 span: int = SHORT_LINK_IDS) -> list[tuple[int, int]]:
+    """Each range's ends moved, within a fifth of its size, to the gap between ids that the
+    fewest links spanning at most ``span`` ids cross (module doc)."""
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    short = np.abs(graph.indices - rows) <= span
+    lo = np.minimum(rows[short], graph.indices[short])
+    hi = np.maximum(rows[short], graph.indices[short])
+    # crossing[g]: short links with one end below g and the other at or above it
+    crossing = np.cumsum(np.bincount(lo + 1, minlength=graph.n + 1)
+                         - np.bincount(hi + 1, minlength=graph.n + 1))[:graph.n]
+
+    def snap(gap: int, reach: int) -> int:
+        first, last = max(1, gap - reach), min(graph.n - 1, gap + reach)
+        return first + int(np.argmin(crossing[first:last]))
+
+    aligned = []
+    for start, size in domains:
+        first, stop = snap(start, size // 5), snap(start + size, size // 5)
+        aligned.append((first, stop - first))
+    return aligned
+
+
 def oracle_selector(graph: LinkGraph, truth: np.ndarray, local: np.ndarray):
     """The paper's §6 impact of a page j on L, g_j·o_L(j)/o(j), from the global graph."""
     in_local = np.zeros(graph.n, dtype=bool)
@@ -125,12 +163,33 @@ def inflow_share(graph: LinkGraph, truth: np.ndarray, start: int, size: int):
     return share
 
 
+def linking_into(graph: LinkGraph, start: int, size: int):
+    """The share of a set of crawled pages that link into L at least once."""
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    into = (graph.indices >= start) & (graph.indices < start + size)
+    links = np.zeros(graph.n, dtype=bool)
+    links[rows[into]] = True
+
+    def share(crawled: np.ndarray) -> float:
+        return float(links[crawled].mean()) if len(crawled) else 0.0
+
+    return share
+
+
+_SHARED: dict = {}  # the graph, its truth and the rounds, inherited by forked workers
+
+
+def _run_shared(domain: tuple[int, int]) -> dict:
+    return run_domain(_SHARED["graph"], _SHARED["truth"], *domain, _SHARED["rounds"])
+
+
 def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
                rounds: int) -> dict:
     local = np.arange(start, start + size)
     reference = truth[local]
     reveal = graph_out_links(graph)
     share = inflow_share(graph, truth, start, size)
+    into_local = linking_into(graph, start, size)
     out: dict = {"first_id": start, "pages": size}
     for degree in ("within", "all"):
         params = EstimateParams(budget=2 * size, rounds=rounds, degree=degree,
@@ -140,6 +199,8 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
             selector, options = name, None
             if name == "sc_exact":
                 selector, options = sc_scores, {"norms": "exact"}
+            elif name == "sc_siblings":
+                selector = sc_siblings_scores
             elif name == "oracle":
                 selector = oracle_selector(graph, truth, local)
             started = time.perf_counter()
@@ -152,16 +213,38 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
                 "l1_2n": h[-1].metrics["l1"], "linf_2n": h[-1].metrics["linf"],
                 "extra_pages": h[-1].extra, "seconds": round(wall, 2),
                 "inflow_share_2n": share(result.crawled),
+                "links_into_local_share_2n": into_local(result.crawled),
                 "sweeps_per_round": round(float(np.mean([r.sweeps for r in h])), 1),
                 "rounds": [(r.size, r.seconds_pagerank + r.seconds_select) for r in h]
                 if name == "sc" else None}
             figures["local_pr"] = {"l1": h[0].metrics["l1"], "linf": h[0].metrics["linf"]}
         out[degree] = figures
     log(f"domain {start}+{size}: local {out['within']['local_pr']['l1']:.4f}, SC 2n "
-        f"{out['within']['sc']['l1_2n']:.4f}, PF {out['within']['pf']['l1_2n']:.4f}, "
-        f"random {out['within']['random']['l1_2n']:.4f}, oracle "
+        f"{out['within']['sc']['l1_2n']:.4f}, SC siblings "
+        f"{out['within']['sc_siblings']['l1_2n']:.4f}, PF {out['within']['pf']['l1_2n']:.4f},"
+        f" random {out['within']['random']['l1_2n']:.4f}, oracle "
         f"{out['within']['oracle']['l1_2n']:.4f}")
     return out
+
+
+def gain_and_sc_ratio(domains: list[dict], degree: str) -> tuple[float, float]:
+    """(median local L1 / median SC L1, median SC L1 / the best median of the paper's
+    selectors), after 2n extra pages."""
+    def median(name: str, key: str = "l1_2n") -> float:
+        return float(np.median([d[degree][name][key] for d in domains]))
+
+    best = min(median(name) for name in COMPARED)
+    return median("local_pr", "l1") / median("sc"), median("sc") / best
+
+
+def bootstrap(domains: list[dict], degree: str, seed: int = 0) -> dict:
+    """90 % intervals of the two ratios of ``gain_and_sc_ratio`` over resampled domains."""
+    rng = np.random.default_rng(seed)
+    draws = np.array([gain_and_sc_ratio([domains[i] for i in rng.integers(
+        0, len(domains), len(domains))], degree) for _ in range(BOOTSTRAP)])
+    low, high = np.percentile(draws, [5, 95], axis=0)
+    return {"sc_gain_over_local_pr_2n_median_90pct": [float(low[0]), float(high[0])],
+            "sc_l1_over_best_selector_2n_median_90pct": [float(low[1]), float(high[1])]}
 
 
 def aggregate(domains: list[dict]) -> dict:
@@ -177,17 +260,23 @@ def aggregate(domains: list[dict]) -> dict:
                 values = [d[degree][name][f"l1_{at}"] for d in domains]
                 entry[f"l1_{at}_median"] = float(np.median(values))
                 entry[f"l1_{at}_worst"] = float(np.max(values))
-            entry["inflow_share_2n_median"] = float(np.median(
-                [d[degree][name]["inflow_share_2n"] for d in domains]))
+            for share in ("inflow_share_2n", "links_into_local_share_2n"):
+                entry[f"{share}_median"] = float(np.median(
+                    [d[degree][name][share] for d in domains]))
             gains = [d[degree]["local_pr"]["l1"] / d[degree][name]["l1_2n"] for d in domains]
             entry["gain_over_local_pr_2n_median"] = float(np.median(gains))
             entry["gain_over_local_pr_2n_range"] = [float(np.min(gains)), float(np.max(gains))]
             rows[name] = entry
-        best = min(rows[name]["l1_2n_median"] for name in COMPARED)
-        rows["sc_l1_over_best_selector_2n_median"] = rows["sc"]["l1_2n_median"] / best
+        gain, ratio = gain_and_sc_ratio(domains, degree)
+        rows["sc_gain_over_local_pr_2n_median"] = gain
+        rows["sc_l1_over_best_selector_2n_median"] = ratio
+        rows.update(bootstrap(domains, degree))
         rows["sc_l1_over_best_selector_2n_per_domain_median"] = float(np.median([
             d[degree]["sc"]["l1_2n"] / min(d[degree][s]["l1_2n"] for s in COMPARED)
             for d in domains]))
+        others = min(rows[name]["l1_2n_median"] for name in COMPARED if name != "sc")
+        rows["sc_siblings_l1_over_best_other_selector_2n_median"] = \
+            rows["sc_siblings"]["l1_2n_median"] / others
         table[degree] = rows
     return table
 
@@ -214,33 +303,80 @@ def timing(domains: list[dict]) -> dict:
                 for k, v in sorted(by_size.items())}}
 
 
-def bench_graph(name: str, graph: LinkGraph, domains: list[tuple[int, int]],
-                rounds: int) -> dict:
+def global_truth(name: str, graph: LinkGraph) -> np.ndarray:
     started = time.perf_counter()
     truth = direct_importance(graph, SolverParams(damping=DAMPING, tol=1e-12, max_iter=2000),
                               dangling="teleport").values
     log(f"{name}: {graph.n} pages, {graph.m} links, global PageRank in "
-        f"{time.perf_counter() - started:.1f} s; {len(domains)} domains")
-    results = [run_domain(graph, truth, start, size, rounds) for start, size in domains]
+        f"{time.perf_counter() - started:.1f} s")
+    return truth
+
+
+def bench_graph(name: str, graph: LinkGraph, truth: np.ndarray,
+                domains: list[tuple[int, int]], rounds: int, jobs: int) -> dict:
+    log(f"{name}: {len(domains)} domains, {jobs} job(s)")
+    if jobs > 1:
+        _SHARED.update(graph=graph, truth=truth, rounds=rounds)
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.map(_run_shared, domains, chunksize=1)
+        _SHARED.clear()
+    else:
+        results = [run_domain(graph, truth, start, size, rounds) for start, size in domains]
     speed = timing(results)
     largest = max(size for _, size in domains)
     for d in results:
         for degree in ("within", "all"):
-            d[degree]["sc"].pop("rounds")
-            for name in SELECTORS:
-                d[degree][name].pop("rounds", None)
+            for name_ in SELECTORS:
+                d[degree][name_].pop("rounds", None)
     return {"pages": graph.n, "links": graph.m, "domains": len(results),
-            "domain_pages": sorted({size for _, size in domains}),
+            "domain_pages": [min(size for _, size in domains),
+                             max(size for _, size in domains)],
             "by_out_degree": aggregate(results), "timing": speed,
             "seconds_largest_domain_2n_sc": max(
                 d["within"]["sc"]["seconds"] for d in results if d["pages"] == largest),
             "largest_domain_pages": largest, "per_domain": results}
 
 
+def summarize(graphs: dict) -> dict:
+    """The issue's three keys (the ``ranges`` design, the paper's out-degree) first."""
+    ranges = graphs["cnr-2000"].get("by_out_degree")
+    if not ranges:
+        return {"cnr_sc_gain_over_local_pr_2n_median": None,
+                "cnr_sc_l1_over_best_selector_2n_median": None,
+                "seconds_20000_page_domain_2n": None}
+    c = ranges["within"]
+    summary = {
+        "cnr_sc_gain_over_local_pr_2n_median": c["sc_gain_over_local_pr_2n_median"],
+        "cnr_sc_l1_over_best_selector_2n_median": c["sc_l1_over_best_selector_2n_median"],
+        "seconds_20000_page_domain_2n": (
+            graphs["cnr-2000"]["seconds_largest_domain_2n_sc"]
+            if graphs["cnr-2000"]["largest_domain_pages"] == 20000 else None),
+        "cnr_domains": graphs["cnr-2000"]["domains"]}
+    for design, key in (("cnr-2000", "cnr"), ("cnr-2000_site_aligned", "cnr_site_aligned")):
+        for degree in ("within", "all"):
+            rows = graphs[design]["by_out_degree"][degree]
+            for name in ("sc_gain_over_local_pr_2n_median", "sc_l1_over_best_selector_2n_median"):
+                summary[f"{key}_{degree}_{name}"] = rows[name]
+                summary[f"{key}_{degree}_{name}_90pct"] = rows[f"{name}_90pct"]
+            summary[f"{key}_{degree}_sc_siblings_l1_over_best_other_selector_2n_median"] = \
+                rows["sc_siblings_l1_over_best_other_selector_2n_median"]
+            for name in ("sc", "sc_siblings", "pf", "outlinks", "random", "oracle"):
+                summary[f"{key}_{degree}_{name}_l1_2n_median"] = rows[name]["l1_2n_median"]
+    summary["cnr_seconds_per_round_slope_per_1000_pages"] = \
+        graphs["cnr-2000"]["timing"]["seconds_per_round_slope_per_1000_pages"]
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small graphs, a few seconds")
+    parser.add_argument("--domains", type=int, default=30,
+                        help="cnr-2000 domains per design (sizes cycle through 2,000 x3, "
+                             "5,000 x3, 10,000 x2, 20,000 x2) [default: 30]")
+    parser.add_argument("--jobs", type=int, default=1, help="domains run at once [1]")
     args = parser.parse_args()
+    if args.domains < 1 or args.jobs < 1:
+        parser.error("--domains and --jobs must be >= 1")
     started = time.perf_counter()
     graphs: dict = {}
     if args.quick:
@@ -248,7 +384,7 @@ def main() -> None:
         cnr_sizes, synth_n, synth_large = [300, 600, 800, 1000], 20_000, [300, 500, 800, 1000]
     else:
         rounds, cnr_first = ROUNDS, None
-        cnr_sizes = [2000, 2000, 2000, 5000, 5000, 5000, 10000, 10000, 20000, 20000]
+        cnr_sizes = [CNR_SIZES[i % len(CNR_SIZES)] for i in range(args.domains)]
         synth_n = 250_000
         synth_large = [2000, 2000, 3000, 5000, 5000, 8000, 10000, 12000, 15000, 20000]
     cnr = load_cnr(cnr_first)
@@ -257,36 +393,26 @@ def main() -> None:
     else:
         src, dst, n = cnr
         graph = simple_graph(LinkGraph.from_edges(src, dst, n))
-        graphs["cnr-2000"] = bench_graph("cnr-2000", graph, cnr_domains(n, cnr_sizes, 7),
-                                         rounds)
+        truth = global_truth("cnr-2000", graph)
+        domains = cnr_domains(n, cnr_sizes, 7)
+        graphs["cnr-2000"] = bench_graph("cnr-2000 ranges", graph, truth, domains, rounds,
+                                         args.jobs)
+        graphs["cnr-2000_site_aligned"] = bench_graph(
+            "cnr-2000 site-aligned", graph, truth, site_aligned(graph, domains), rounds,
+            args.jobs)
     graph, sites = site_web(synth_n, synth_large, seed=3)
-    graphs["site_web"] = bench_graph("site_web", graph, sites, rounds)
-    c = graphs["cnr-2000"].get("by_out_degree", {}).get("within")
-    summary = {
-        "cnr_sc_gain_over_local_pr_2n_median": (
-            c["local_pr"]["l1_median"] / c["sc"]["l1_2n_median"] if c else None),
-        "cnr_sc_l1_over_best_selector_2n_median": (
-            c["sc_l1_over_best_selector_2n_median"] if c else None),
-        "seconds_20000_page_domain_2n": (
-            graphs["cnr-2000"]["seconds_largest_domain_2n_sc"]
-            if c and graphs["cnr-2000"]["largest_domain_pages"] == 20000 else None)}
-    for degree in ("within", "all"):
-        rows = graphs["cnr-2000"].get("by_out_degree", {}).get(degree)
-        if rows:
-            for name in ("sc", "pf", "outlinks", "random", "oracle"):
-                summary[f"cnr_{degree}_{name}_gain_over_local_pr_2n_median"] = \
-                    rows[name]["gain_over_local_pr_2n_median"]
-    if c:
-        summary["cnr_seconds_per_round_slope_per_1000_pages"] = \
-            graphs["cnr-2000"]["timing"]["seconds_per_round_slope_per_1000_pages"]
-    result = {"benchmark": "global_pagerank", "quick": args.quick, "summary": summary,
-              "machine": machine(numpy=np.__version__),
+    graphs["site_web"] = bench_graph("site_web", graph, global_truth("site_web", graph),
+                                     sites, rounds, args.jobs)
+    result = {"benchmark": "global_pagerank", "quick": args.quick,
+              "summary": summarize(graphs), "machine": machine(numpy=np.__version__),
               "params": {"damping": DAMPING, "rounds": rounds, "budget": "2n extra pages",
                          "pages_per_round": "2n/rounds", "pagerank_tol": 1e-10,
                          "reference": "teleport PageRank of the 0/1 graph without self-links,"
-                                      " tol 1e-12", "sc_table_size": 1000,
-                         "gain": "local PR L1 / selector L1, per domain (the summary's first"
-                                 " key: median local L1 / median SC L1, out-degree within)",
+                                      " tol 1e-12", "sc_table_size": 1000, "jobs": args.jobs,
+                         "gain": "median local PR L1 / median selector L1 over the domains "
+                                 "(per selector also the median of per-domain gains)",
+                         "best_selector": "the lowest median L1 of sc, pf, outlinks, random",
+                         "interval": f"90 % bootstrap over the domains, {BOOTSTRAP} draws",
                          "values": "L1 errors of vectors renormalized over the domain"},
               "graphs": graphs}
     result["seconds"] = round(time.perf_counter() - started, 1)

@@ -1,13 +1,19 @@
 """Keeps tests/bench/global_pagerank.py from rotting: its --quick run (the first 20,000 pages
 of LAW cnr-2000 and a 20,000-page synthetic web, 4 small domains each, 10 rounds), its one
-JSON line checked."""
+JSON line checked; and its site-aligned domains on a graph whose sites are known."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ranking.graph import LinkGraph
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "global_pagerank.py"
 SUMMARY = {"cnr_sc_gain_over_local_pr_2n_median", "cnr_sc_l1_over_best_selector_2n_median",
@@ -28,7 +34,23 @@ def test_global_pagerank_benchmark_quick_run_prints_one_json_line() -> None:
     for degree in ("within", "all"):
         rows = web["by_out_degree"][degree]
         assert rows["local_pr"]["l1_median"] > 0
-        for name in ("sc", "sc_exact", "pf", "outlinks", "random", "oracle"):
+        for name in ("sc", "sc_exact", "sc_siblings", "pf", "outlinks", "random", "oracle"):
             assert 0 <= rows[name]["l1_2n_median"] <= rows[name]["l1_2n_worst"] <= 2
+            assert 0 <= rows[name]["links_into_local_share_2n_median"] <= 1
+        low, high = rows["sc_gain_over_local_pr_2n_median_90pct"]
+        assert 0 < low <= high
     for domain in web["per_domain"]:
         assert domain["within"]["sc"]["extra_pages"] == 2 * domain["pages"]
+
+
+def test_site_aligned_domains_cut_between_sites(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # as when run as a script
+    bench = importlib.import_module(BENCH.stem)
+    rng = np.random.default_rng(0)
+    site = np.repeat(np.arange(10), 100)  # ten sites of 100 contiguous ids
+    src = rng.integers(0, 1000, 20_000)
+    dst = np.where(rng.random(20_000) < 0.9, site[src] * 100 + rng.integers(0, 100, 20_000),
+                   rng.integers(0, 1000, 20_000))  # a tenth of the links go anywhere
+    graph = LinkGraph.from_edges(src, dst, 1000)
+    assert bench.site_aligned(graph, [(290, 300), (415, 180)], span=150) == [(300, 300),
+                                                                          (400, 200)]
