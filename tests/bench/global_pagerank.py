@@ -2,8 +2,8 @@
 true global PageRank after n and 2n extra pages, per selector, and how fast a round is.
 
 Run: ``.venv/bin/python tests/bench/global_pagerank.py [--quick] [--domains 30] [--jobs 2]``
-(heavy: ``nice -n 10``; about 25 minutes with two jobs, ``--quick`` a few seconds). Prints
-ONE JSON line; progress on stderr.
+(heavy: ``nice -n 10``; 6.5 minutes with ``--jobs 2`` on 2 cores, ``--quick`` a few
+seconds). Prints ONE JSON line; progress on stderr.
 
 - global graphs: LAW cnr-2000 (a local domain = a contiguous id range: ids are in URL order,
   so a range is a run of sites) and a synthetic web with site structure (``site_web``:
@@ -338,7 +338,8 @@ def bench_graph(name: str, graph: LinkGraph, truth: np.ndarray,
 
 
 def summarize(graphs: dict) -> dict:
-    """The issue's three keys (the ``ranges`` design, the paper's out-degree) first."""
+    """The three required keys first (the ``ranges`` design, the paper's out-degree), then
+    both designs and out-degrees with their intervals."""
     ranges = graphs["cnr-2000"].get("by_out_degree")
     if not ranges:
         return {"cnr_sc_gain_over_local_pr_2n_median": None,
