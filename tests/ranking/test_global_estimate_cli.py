@@ -106,8 +106,9 @@ def test_missing_edge_file_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-def test_database_mode_computes_what_the_store_allows(tmp_path: Path,
-                                                      store_pages) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("selector", ["sc", "sc_siblings"])
+def test_database_mode_computes_what_the_store_allows(tmp_path: Path, store_pages,  # noqa: ANN001
+                                                      selector: str) -> None:
     """Scope: a.example. Stored: 30 pages of a.example and 3 of b.example (fetched before the
     scope narrowed); b.example/10.. are only linked, and a.example/99 is in scope, unread."""
     a, b = "http://a.example/{}".format, "http://b.example/{}".format
@@ -119,10 +120,11 @@ def test_database_mode_computes_what_the_store_allows(tmp_path: Path,
     db = tmp_path / "xyro.db"
     store_pages(db, fetched)
     config = _config(tmp_path, db, "scope: {allowed_domains: [a.example]}\n")
-    result = _run(config, "--global-estimate", "--rounds", "20", "--json")
+    result = _run(config, "--global-estimate", "--rounds", "20", "--selector", selector,
+                  "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["local_pages"] == 30
+    assert report["selector"] == selector and report["local_pages"] == 30
     assert report["stored_out_of_scope_pages_with_links"] == 3
     # frontier outside the scope: b/3..b/11 and b/20..b/22; inside: a/99
     assert report["frontier_out_of_scope_pages"] == 12
