@@ -40,17 +40,24 @@ where x_j ≠ 0: |x + b·s + c| − |b·s + c| summed over them. All candidates 
 O(|F| + links + Σ_{k ∈ F} o_k^L·(links from k to the frontier)) per round, the last term
 being the paper's nested loop over siblings.
 
-SC-Select with ``link_back="siblings"`` (an extension, not in the paper). The average column
-s gives every candidate the same share ρ̄ of links landing in L (the share of F's counted links
-that do), so what sets the candidates apart is mostly their inflow g_j: the selection follows
-the pages F's PageRank flows to most. On a real web those are often hubs of other sites that
-rarely link back into L (measured on LAW cnr-2000: README, ``global_pagerank``). ``siblings``
-estimates j's share ρ_j from the pages already crawled beside it: a page p of F shows how
-often the crawled pages it links to link into L, q̄_p = (Σ q_c + ρ̄)/(crawled children + 1)
-with q_c = c's links into L / its out-degree (one pseudo-observation of the paper's ρ̄), and
-ρ_j is the mean q̄_p over j's parents p. j's flow into L is then b_j·(ρ_j/ρ̄)·s on L: the same
-formulas with b_j scaled, so all candidates still cost one table and the sibling pass. With
-nothing crawled yet ρ_j = ρ̄ and the scores are the paper's.
+SC-Select with ``links="learned"`` (an extension of the paper's estimate). The paper estimates
+j's unknown links into F "as the expectation over inlink counts among the set of already
+crawled pages" and notes it "may not reflect the true inlinks from that page" (001 §5.1);
+DESIGN.md §5 takes the average column of all of F, L included. L's pages link mostly to each
+other, so that column sends most of a new page's links into L, the same share ρ̄ for every
+candidate, and what sets the candidates apart is mostly their inflow g_j: the selection
+follows the pages F's PageRank flows to most, on a real web often hubs of other sites that
+rarely link back (measured on LAW cnr-2000: README, ``global_pagerank``). ``learned`` takes
+both parts of the estimate from the out-of-scope pages crawled so far, pages like j: s and β
+are the average column of the crawled pages (so ρ̄ is the share of their counted links that
+land in L), and each candidate's own share ρ_j comes from the crawled pages beside it: a page
+p of F shows how often the crawled pages it links to link into L, q̄_p = (Σ q_c + ρ̄) /
+(crawled children + 1) with q_c = c's links into L / its out-degree (one pseudo-observation
+of ρ̄), and ρ_j is the mean q̄_p over j's parents p. j's flow into L is then b_j·(ρ_j/ρ̄)·s on
+L: the same formulas with b_j scaled, one table and one sibling pass for all candidates.
+Under ``within`` this is exactly SC-Select for a page whose column puts ρ_j on L (spread as
+s) and 1 − ρ_j on the rest of F. Before the first crawl both parts fall back to all of F and
+the scores are the paper's.
 
 PF-Select scores φ_j (001 §5.3: only the flow term, f_k normalized by o_k + 1, or by O_k under
 ``all``); outlink count scores the number of pages of F linking to j; random draws uniformly.
@@ -66,7 +73,7 @@ from scipy import sparse
 from ranking.global_domain import DomainView
 
 NORMS = ("table", "exact")
-LINK_BACK = ("average", "siblings")
+LINK_ESTIMATES = ("average", "learned")
 TABLE_SIZE = 1000
 MAX_PRODUCTS = 1 << 23  # sibling products per block (bounds the memory of one block)
 
@@ -105,16 +112,27 @@ def random_scores(view: DomainView, f: np.ndarray | None,
     return rng.random(len(view.candidates))
 
 
-def flow_vector(view: DomainView) -> tuple[np.ndarray, float]:
+def estimating_links(view: DomainView, links: str) -> tuple[np.ndarray, np.ndarray]:
+    """(link mask, page mask): whose links estimate a candidate's: all of F (``average``),
+    or the crawled pages once there are any (``learned``; module doc)."""
+    if links == "learned":
+        crawled = np.arange(view.size) >= view.n_local
+        if crawled.any():
+            return view.src >= view.n_local, crawled
+    return np.ones(len(view.src), dtype=bool), np.ones(view.size, dtype=bool)
+
+
+def flow_vector(view: DomainView, links: str = "average") -> tuple[np.ndarray, float]:
     """(s, β): where j's estimated links land in F (sum 1) and their weight (module doc)."""
     l = view.size
-    indegree = np.bincount(view.dst, minlength=l).astype(np.float64)
+    from_links, pages = estimating_links(view, links)
+    indegree = np.bincount(view.dst[from_links], minlength=l).astype(np.float64)
     total = float(indegree.sum())
     s = indegree / total if total > 0 else np.full(l, 1.0 / l)
     if view.degree == "within":
         return s, 1.0
-    links = float(view.out_all.sum())
-    return s, (float(view.out_within.sum()) / links if links > 0 else 1.0)
+    counted = float(view.out_all[pages].sum())
+    return s, (float(view.out_within[pages].sum()) / counted if counted > 0 else 1.0)
 
 
 def teleported_mass(view: DomainView, f: np.ndarray) -> float:
@@ -124,11 +142,11 @@ def teleported_mass(view: DomainView, f: np.ndarray) -> float:
     return float(((1.0 - c * share) * f).sum())
 
 
-def dense_coefficients(view: DomainView, f: np.ndarray
+def dense_coefficients(view: DomainView, f: np.ndarray, links: str = "average"
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """(b, c, s, β): f̂_j − f = x_j + b_j·s + c_j·e for every candidate (module doc)."""
     c, l = view.damping, view.size
-    s, beta = flow_vector(view)
+    s, beta = flow_vector(view, links)
     total = teleported_mass(view, f)
     phi, delta = flows(view, f)
     rest = (total - c * delta) / (l + 1)
@@ -175,12 +193,13 @@ class AbsSums:
 
 def link_back_shares(view: DomainView) -> tuple[np.ndarray, float]:
     """(ρ_j per candidate, ρ̄): the share of j's links estimated to land in L, from the
-    crawled pages beside it, and the average column's share (module doc, ``siblings``)."""
+    crawled pages beside it, and the crawled pages' share (module doc, ``learned``)."""
     l, local = view.size, view.n_local
     degree = view.out_degree().astype(np.float64)
     into_local = np.bincount(view.src[view.dst < local], minlength=l).astype(np.float64)
-    counted = float(degree.sum())
-    rho_bar = float(into_local.sum()) / counted if counted > 0 else 0.0
+    _, pages = estimating_links(view, "learned")
+    counted = float(degree[pages].sum())
+    rho_bar = float(into_local[pages].sum()) / counted if counted > 0 else 0.0
     q = np.divide(into_local, degree, out=np.zeros(l), where=degree > 0)
     crawled_child = view.dst >= local
     parents = view.src[crawled_child]
@@ -189,21 +208,23 @@ def link_back_shares(view: DomainView) -> tuple[np.ndarray, float]:
     per_parent = (seen + rho_bar) / (children + 1.0)
     count = len(view.candidates)
     total = np.bincount(view.front_cand, weights=per_parent[view.front_src], minlength=count)
-    links = np.bincount(view.front_cand, minlength=count)
-    return np.divide(total, links, out=np.full(count, rho_bar), where=links > 0), rho_bar
+    parent_links = np.bincount(view.front_cand, minlength=count)
+    return (np.divide(total, parent_links, out=np.full(count, rho_bar),
+                      where=parent_links > 0), rho_bar)
 
 
 def sc_scores(view: DomainView, f: np.ndarray, rng: np.random.Generator | None = None, *,
               norms: str = "table", table_size: int = TABLE_SIZE,
-              link_back: str = "average", max_products: int = MAX_PRODUCTS) -> np.ndarray:
-    """SC-Select: ‖E_L(f̂_j − f)‖₁ for every candidate j (module doc); ``link_back``: j's
-    links into L as the average column's (the paper's) or from its crawled siblings."""
+              links: str = "average", max_products: int = MAX_PRODUCTS) -> np.ndarray:
+    """SC-Select: ‖E_L(f̂_j − f)‖₁ for every candidate j (module doc); ``links``: j's
+    unknown links estimated by the average column of F (DESIGN.md §5) or ``learned`` from
+    the crawled pages."""
     if norms not in NORMS:
         raise ValueError(f"norms={norms!r} is unknown; use one of {NORMS}")
-    if link_back not in LINK_BACK:
-        raise ValueError(f"link_back={link_back!r} is unknown; use one of {LINK_BACK}")
-    b, shift, s, _ = dense_coefficients(view, f)
-    if link_back == "siblings":
+    if links not in LINK_ESTIMATES:
+        raise ValueError(f"links={links!r} is unknown; use one of {LINK_ESTIMATES}")
+    b, shift, s, _ = dense_coefficients(view, f, links)
+    if links == "learned":
         rho, rho_bar = link_back_shares(view)
         if rho_bar > 0:
             b = b * (rho / rho_bar)
@@ -261,13 +282,13 @@ def sc_one_step(view: DomainView, f: np.ndarray, candidate: int) -> np.ndarray:
     return f + x + b[candidate] * s + shift[candidate]
 
 
-def sc_siblings_scores(view: DomainView, f: np.ndarray,
-                       rng: np.random.Generator | None = None) -> np.ndarray:
-    """SC-Select with each candidate's links into L estimated from its crawled siblings."""
-    return sc_scores(view, f, rng, link_back="siblings")
+def sc_learned_scores(view: DomainView, f: np.ndarray,
+                      rng: np.random.Generator | None = None) -> np.ndarray:
+    """SC-Select with each candidate's unknown links learned from the crawled pages."""
+    return sc_scores(view, f, rng, links="learned")
 
 
-SELECTORS: dict[str, Selector] = {"sc": sc_scores, "sc_siblings": sc_siblings_scores,
+SELECTORS: dict[str, Selector] = {"sc": sc_scores, "sc_learned": sc_learned_scores,
                                   "pf": pf_scores, "outlinks": outlink_scores,
                                   "random": random_scores}
 

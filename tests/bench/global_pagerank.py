@@ -10,7 +10,8 @@ seconds). Prints ONE JSON line; progress on stderr.
   sites of contiguous ids, most links inside the site, the rest to popular pages of popular
   sites); both as the paper's 0/1 graph (no duplicate links, no self-links);
 - cnr-2000 domains, two designs over the same draws: ``ranges``, random contiguous ranges of
-  2,000 to 20,000 pages (the summary's; ``--domains`` of them, the first ten always the same),
+  2,000 to 20,000 pages (the summary's; ``--domains`` of them drawn with ``--seed``, 7 by
+  default, the first ten the same for any count),
   and ``site_aligned``, each range's two ends moved, within a fifth of its size, to the gap
   between ids that the fewest short links (spanning at most 3,000 ids) cross: a site's pages
   are contiguous and link mostly to each other, so the cut falls between sites rather than
@@ -20,7 +21,8 @@ seconds). Prints ONE JSON line; progress on stderr.
   smaller graphs);
 - per domain, for both out-degrees (``within``: links inside F only, the paper's D_F;
   ``all``: links leaving F kept in the out-degree) and each selector (SC-Select with the
-  discretized table, SC with exact norms, SC with links back learned from crawled siblings,
+  discretized table, SC with exact norms, SC with its estimate of a page's links learned from
+  the crawled pages (``sc_learned``),
   PF-Select, outlink count, random, and an ``oracle`` that knows the global graph: the
   paper's §6 "impact" g_j·o_L(j)/o(j), an upper reference no crawler has), 50 rounds of
   2n/50 pages: the L1, L∞ errors after n and 2n extra pages, and the local PageRank's (round
@@ -57,14 +59,14 @@ sys.path.insert(0, str(REPO))
 
 from ranking.global_domain import graph_out_links, simple_graph  # noqa: E402
 from ranking.global_estimate import EstimateParams, find_global_pagerank  # noqa: E402
-from ranking.global_select import sc_scores, sc_siblings_scores  # noqa: E402
+from ranking.global_select import sc_scores, sc_learned_scores  # noqa: E402
 from ranking.graph import LinkGraph  # noqa: E402
 from ranking.importance import direct_importance  # noqa: E402
 from ranking.sweep import SolverParams  # noqa: E402
 
 DAMPING = 0.85
 ROUNDS = 50
-SELECTORS = ("sc", "sc_exact", "sc_siblings", "pf", "outlinks", "random", "oracle")
+SELECTORS = ("sc", "sc_exact", "sc_learned", "pf", "outlinks", "random", "oracle")
 COMPARED = ("sc", "pf", "outlinks", "random")  # the paper's selectors (001 §6)
 CNR_SIZES = [2000, 2000, 2000, 5000, 5000, 5000, 10000, 10000, 20000, 20000]
 SHORT_LINK_IDS = 3000  # site_aligned: links spanning at most this many ids count as a site's
@@ -199,8 +201,8 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
             selector, options = name, None
             if name == "sc_exact":
                 selector, options = sc_scores, {"norms": "exact"}
-            elif name == "sc_siblings":
-                selector = sc_siblings_scores
+            elif name == "sc_learned":
+                selector = sc_learned_scores
             elif name == "oracle":
                 selector = oracle_selector(graph, truth, local)
             started = time.perf_counter()
@@ -220,31 +222,31 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
             figures["local_pr"] = {"l1": h[0].metrics["l1"], "linf": h[0].metrics["linf"]}
         out[degree] = figures
     log(f"domain {start}+{size}: local {out['within']['local_pr']['l1']:.4f}, SC 2n "
-        f"{out['within']['sc']['l1_2n']:.4f}, SC siblings "
-        f"{out['within']['sc_siblings']['l1_2n']:.4f}, PF {out['within']['pf']['l1_2n']:.4f},"
+        f"{out['within']['sc']['l1_2n']:.4f}, SC learned "
+        f"{out['within']['sc_learned']['l1_2n']:.4f}, PF {out['within']['pf']['l1_2n']:.4f},"
         f" random {out['within']['random']['l1_2n']:.4f}, oracle "
         f"{out['within']['oracle']['l1_2n']:.4f}")
     return out
 
 
-def gain_and_sc_ratio(domains: list[dict], degree: str) -> tuple[float, float]:
-    """(median local L1 / median SC L1, median SC L1 / the best median of the paper's
-    selectors), after 2n extra pages."""
-    def median(name: str, key: str = "l1_2n") -> float:
-        return float(np.median([d[degree][name][key] for d in domains]))
+def gain_and_ratio(domains: list[dict], degree: str, name: str = "sc") -> tuple[float, float]:
+    """(median local L1 / median L1 of ``name``, median L1 of ``name`` / the best median of
+    it and PF, outlink count and random), after 2n extra pages."""
+    def median(selector: str, key: str = "l1_2n") -> float:
+        return float(np.median([d[degree][selector][key] for d in domains]))
 
-    best = min(median(name) for name in COMPARED)
-    return median("local_pr", "l1") / median("sc"), median("sc") / best
+    best = min(median(selector) for selector in (name, *COMPARED[1:]))
+    return median("local_pr", "l1") / median(name), median(name) / best
 
 
-def bootstrap(domains: list[dict], degree: str, seed: int = 0) -> dict:
-    """90 % intervals of the two ratios of ``gain_and_sc_ratio`` over resampled domains."""
+def bootstrap(domains: list[dict], degree: str, name: str, seed: int = 0) -> dict:
+    """90 % intervals of the two ratios of ``gain_and_ratio`` over resampled domains."""
     rng = np.random.default_rng(seed)
-    draws = np.array([gain_and_sc_ratio([domains[i] for i in rng.integers(
-        0, len(domains), len(domains))], degree) for _ in range(BOOTSTRAP)])
+    draws = np.array([gain_and_ratio([domains[i] for i in rng.integers(
+        0, len(domains), len(domains))], degree, name) for _ in range(BOOTSTRAP)])
     low, high = np.percentile(draws, [5, 95], axis=0)
-    return {"sc_gain_over_local_pr_2n_median_90pct": [float(low[0]), float(high[0])],
-            "sc_l1_over_best_selector_2n_median_90pct": [float(low[1]), float(high[1])]}
+    return {f"{name}_gain_over_local_pr_2n_median_90pct": [float(low[0]), float(high[0])],
+            f"{name}_l1_over_best_selector_2n_median_90pct": [float(low[1]), float(high[1])]}
 
 
 def aggregate(domains: list[dict]) -> dict:
@@ -267,16 +269,17 @@ def aggregate(domains: list[dict]) -> dict:
             entry["gain_over_local_pr_2n_median"] = float(np.median(gains))
             entry["gain_over_local_pr_2n_range"] = [float(np.min(gains)), float(np.max(gains))]
             rows[name] = entry
-        gain, ratio = gain_and_sc_ratio(domains, degree)
-        rows["sc_gain_over_local_pr_2n_median"] = gain
-        rows["sc_l1_over_best_selector_2n_median"] = ratio
-        rows.update(bootstrap(domains, degree))
+        for name in ("sc", "sc_learned"):
+            gain, ratio = gain_and_ratio(domains, degree, name)
+            rows[f"{name}_gain_over_local_pr_2n_median"] = gain
+            rows[f"{name}_l1_over_best_selector_2n_median"] = ratio
+            rows.update(bootstrap(domains, degree, name))
         rows["sc_l1_over_best_selector_2n_per_domain_median"] = float(np.median([
             d[degree]["sc"]["l1_2n"] / min(d[degree][s]["l1_2n"] for s in COMPARED)
             for d in domains]))
         others = min(rows[name]["l1_2n_median"] for name in COMPARED if name != "sc")
-        rows["sc_siblings_l1_over_best_other_selector_2n_median"] = \
-            rows["sc_siblings"]["l1_2n_median"] / others
+        rows["sc_learned_l1_over_best_other_selector_2n_median"] = \
+            rows["sc_learned"]["l1_2n_median"] / others
         table[degree] = rows
     return table
 
@@ -356,12 +359,14 @@ def summarize(graphs: dict) -> dict:
     for design, key in (("cnr-2000", "cnr"), ("cnr-2000_site_aligned", "cnr_site_aligned")):
         for degree in ("within", "all"):
             rows = graphs[design]["by_out_degree"][degree]
-            for name in ("sc_gain_over_local_pr_2n_median", "sc_l1_over_best_selector_2n_median"):
-                summary[f"{key}_{degree}_{name}"] = rows[name]
-                summary[f"{key}_{degree}_{name}_90pct"] = rows[f"{name}_90pct"]
-            summary[f"{key}_{degree}_sc_siblings_l1_over_best_other_selector_2n_median"] = \
-                rows["sc_siblings_l1_over_best_other_selector_2n_median"]
-            for name in ("sc", "sc_siblings", "pf", "outlinks", "random", "oracle"):
+            for selector in ("sc", "sc_learned"):
+                for ratio in ("gain_over_local_pr_2n_median", "l1_over_best_selector_2n_median"):
+                    name = f"{selector}_{ratio}"
+                    summary[f"{key}_{degree}_{name}"] = rows[name]
+                    summary[f"{key}_{degree}_{name}_90pct"] = rows[f"{name}_90pct"]
+            summary[f"{key}_{degree}_sc_learned_l1_over_best_other_selector_2n_median"] = \
+                rows["sc_learned_l1_over_best_other_selector_2n_median"]
+            for name in ("sc", "sc_learned", "pf", "outlinks", "random", "oracle"):
                 summary[f"{key}_{degree}_{name}_l1_2n_median"] = rows[name]["l1_2n_median"]
     summary["cnr_seconds_per_round_slope_per_1000_pages"] = \
         graphs["cnr-2000"]["timing"]["seconds_per_round_slope_per_1000_pages"]
@@ -375,6 +380,8 @@ def main() -> None:
                         help="cnr-2000 domains per design (sizes cycle through 2,000 x3, "
                              "5,000 x3, 10,000 x2, 20,000 x2) [default: 30]")
     parser.add_argument("--jobs", type=int, default=1, help="domains run at once [1]")
+    parser.add_argument("--seed", type=int, default=7,
+                        help="draw of the cnr-2000 ranges [7; another seed: a held-out draw]")
     args = parser.parse_args()
     if args.domains < 1 or args.jobs < 1:
         parser.error("--domains and --jobs must be >= 1")
@@ -395,7 +402,7 @@ def main() -> None:
         src, dst, n = cnr
         graph = simple_graph(LinkGraph.from_edges(src, dst, n))
         truth = global_truth("cnr-2000", graph)
-        domains = cnr_domains(n, cnr_sizes, 7)
+        domains = cnr_domains(n, cnr_sizes, args.seed)
         graphs["cnr-2000"] = bench_graph("cnr-2000 ranges", graph, truth, domains, rounds,
                                          args.jobs)
         graphs["cnr-2000_site_aligned"] = bench_graph(
@@ -410,6 +417,7 @@ def main() -> None:
                          "pages_per_round": "2n/rounds", "pagerank_tol": 1e-10,
                          "reference": "teleport PageRank of the 0/1 graph without self-links,"
                                       " tol 1e-12", "sc_table_size": 1000, "jobs": args.jobs,
+                         "cnr_seed": args.seed,
                          "gain": "median local PR L1 / median selector L1 over the domains "
                                  "(per selector also the median of per-domain gains)",
                          "best_selector": "the lowest median L1 of sc, pf, outlinks, random",

@@ -34,7 +34,7 @@ FILE_CASES = [
     ("ranking:\n  global_estimate:\n    rounds: 0\n", "ranking.global_estimate.rounds", 3,
      "must be ≥ 1, got 0"),
     ("ranking:\n  global_estimate:\n    selector: best\n",
-     "ranking.global_estimate.selector", 3, "one of sc, sc_siblings, pf, outlinks, random"),
+     "ranking.global_estimate.selector", 3, "one of sc, sc_learned, pf, outlinks, random"),
     ("ranking:\n  global_estimate:\n    out_degree: some\n",
      "ranking.global_estimate.out_degree", 3, "one of within, all"),
     ("ranking:\n  global_estimate:\n    budget: 3\n", "ranking.global_estimate.budget", 3,

@@ -34,7 +34,7 @@ def test_global_pagerank_benchmark_quick_run_prints_one_json_line() -> None:
     for degree in ("within", "all"):
         rows = web["by_out_degree"][degree]
         assert rows["local_pr"]["l1_median"] > 0
-        for name in ("sc", "sc_exact", "sc_siblings", "pf", "outlinks", "random", "oracle"):
+        for name in ("sc", "sc_exact", "sc_learned", "pf", "outlinks", "random", "oracle"):
             assert 0 <= rows[name]["l1_2n_median"] <= rows[name]["l1_2n_worst"] <= 2
             assert 0 <= rows[name]["links_into_local_share_2n_median"] <= 1
         low, high = rows["sc_gain_over_local_pr_2n_median_90pct"]

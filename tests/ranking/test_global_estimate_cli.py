@@ -76,9 +76,9 @@ def test_edges_mode_reports_errors_against_the_global_pagerank(
                 "--out-degree", "all")
     assert text.exit_code == 0 and "extra_pages: 100" in text.stdout
     learned = _run(_config(tmp_path, tmp_path / "x.db"), "--global-estimate", "--edges",
-                   str(path), "--local", "200:300", "--selector", "sc_siblings", "--json")
+                   str(path), "--local", "200:300", "--selector", "sc_learned", "--json")
     assert learned.exit_code == 0, learned.output
-    assert json.loads(learned.stdout)["selector"] == "sc_siblings"
+    assert json.loads(learned.stdout)["selector"] == "sc_learned"
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -106,7 +106,7 @@ def test_missing_edge_file_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-@pytest.mark.parametrize("selector", ["sc", "sc_siblings"])
+@pytest.mark.parametrize("selector", ["sc", "sc_learned"])
 def test_database_mode_computes_what_the_store_allows(tmp_path: Path, store_pages,  # noqa: ANN001
                                                       selector: str) -> None:
     """Scope: a.example. Stored: 30 pages of a.example and 3 of b.example (fetched before the

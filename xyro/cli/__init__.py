@@ -305,11 +305,11 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
 @click.option("--local", "local_range", default=None, metavar="START:STOP",
               help="With --global-estimate --edges: the local domain, ids START to STOP-1.")
 @click.option("--selector",
-              type=click.Choice(["sc", "sc_siblings", "pf", "outlinks", "random"]),
+              type=click.Choice(["sc", "sc_learned", "pf", "outlinks", "random"]),
               default=None, help="With --global-estimate: which frontier pages to crawl "
-                                 "[default: sc, SC-Select; sc_siblings: SC-Select with each "
-                                 "page's links back into the domain learned from the pages "
-                                 "crawled beside it].")
+                                 "[default: sc, SC-Select; sc_learned: SC-Select with "
+                                 "each page's unknown links learned from the out-of-scope "
+                                 "pages crawled so far].")
 @click.option("--extra", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --global-estimate: extra pages, as a multiple of the domain's "
                    "pages [default: 2].")
