@@ -56,8 +56,8 @@ p of F shows how often the crawled pages it links to link into L, q̄_p = (Σ q_
 of ρ̄), and ρ_j is the mean q̄_p over j's parents p. j's flow into L is then b_j·(ρ_j/ρ̄)·s on
 L: the same formulas with b_j scaled, one table and one sibling pass for all candidates.
 Under ``within`` this is exactly SC-Select for a page whose column puts ρ_j on L (spread as
-s) and 1 − ρ_j on the rest of F. Before the first crawl both parts fall back to all of F and
-the scores are the paper's.
+s) and 1 − ρ_j on the rest of F. Until a crawled page links inside F both parts fall back to
+all of F and the scores are the paper's.
 
 PF-Select scores φ_j (001 §5.3: only the flow term, f_k normalized by o_k + 1, or by O_k under
 ``all``); outlink count scores the number of pages of F linking to j; random draws uniformly.
@@ -114,11 +114,11 @@ def random_scores(view: DomainView, f: np.ndarray | None,
 
 def estimating_links(view: DomainView, links: str) -> tuple[np.ndarray, np.ndarray]:
     """(link mask, page mask): whose links estimate a candidate's: all of F (``average``),
-    or the crawled pages once there are any (``learned``; module doc)."""
+    or the crawled pages once one of them links inside F (``learned``; module doc)."""
     if links == "learned":
-        crawled = np.arange(view.size) >= view.n_local
-        if crawled.any():
-            return view.src >= view.n_local, crawled
+        from_crawled = view.src >= view.n_local
+        if from_crawled.any():
+            return from_crawled, np.arange(view.size) >= view.n_local
     return np.ones(len(view.src), dtype=bool), np.ones(view.size, dtype=bool)
 
 

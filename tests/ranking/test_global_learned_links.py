@@ -108,6 +108,18 @@ def test_learned_scores_equal_the_explicit_stochastic_complement(seed: int) -> N
     assert len(view.candidates) > 10 and rho.std() > 0
 
 
+def test_until_a_crawled_page_links_inside_f_the_scores_are_the_papers() -> None:
+    # L = {0, 1}: 0 <-> 1, 0 -> 2, 1 -> 4; 2 is crawled and links only to 3, outside F.
+    graph = LinkGraph.from_edges([0, 1, 0, 1, 2], [1, 0, 2, 4, 3], 5)
+    domain = Subgraph([0, 1], graph_out_links(graph))
+    domain.add(np.array([2]))
+    for degree in ("within", "all"):
+        view = domain.view(degree, C)
+        f = subgraph_pagerank(view)[0]
+        np.testing.assert_allclose(sc_scores(view, f, links="learned"), sc_scores(view, f),
+                                   rtol=1e-12)
+
+
 def test_crawled_siblings_move_a_candidates_score_their_way() -> None:
     # L = {0, 1, 2}: 1 -> 0, 2 -> 0, 0 -> 1. 0 -> 3, 0 -> 5 and 1 -> 4, 1 -> 6 leave L;
     # 3 and 4 are crawled: 3 -> 7 leads away, 4 -> 0 links back into L. Candidates: 5 (its
