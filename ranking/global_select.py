@@ -56,8 +56,9 @@ p of F shows how often the crawled pages it links to link into L, q̄_p = (Σ q_
 of ρ̄), and ρ_j is the mean q̄_p over j's parents p. j's flow into L is then b_j·(ρ_j/ρ̄)·s on
 L: the same formulas with b_j scaled, one table and one sibling pass for all candidates.
 Under ``within`` this is exactly SC-Select for a page whose column puts ρ_j on L (spread as
-s) and 1 − ρ_j on the rest of F. Until a crawled page links inside F both parts fall back to
-all of F and the scores are the paper's.
+s) and 1 − ρ_j on the rest of F. Until a crawled page links inside F, s, β and ρ̄ are the
+paper's (all of F) and only the siblings' evidence applies; before the first crawl there is
+none, and the scores are the paper's.
 
 PF-Select scores φ_j (001 §5.3: only the flow term, f_k normalized by o_k + 1, or by O_k under
 ``all``); outlink count scores the number of pages of F linking to j; random draws uniformly.

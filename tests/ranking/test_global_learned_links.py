@@ -88,13 +88,14 @@ def test_learned_scores_equal_the_explicit_stochastic_complement(seed: int) -> N
     s, _ = flow_vector(view, "learned")
     rho, rho_bar = link_back_shares(view)
     fast = sc_scores(view, f, norms="exact", links="learned")
-    position = {int(page): k for k, page in enumerate(view.ids)}
-    for j, page in enumerate(view.candidates):
+    assert not np.isin(view.candidates, view.ids).any()
+    for j in range(len(view.candidates)):
         u = np.zeros(l)
         parents = view.front_src[view.front_cand == j]
         u[parents] = 1.0
         column = np.concatenate([s[:local] * rho[j] / rho_bar,
                                  s[local:] * (1 - rho[j]) / (1 - rho_bar)])
+        assert column.sum() == pytest.approx(1.0)  # a valid column: the model is exact
         aj = np.zeros((l + 1, l + 1))
         aj[:l, :l], aj[l, :l] = a, u
         degree = np.append(a.sum(axis=0) + u, 1.0)
@@ -104,18 +105,21 @@ def test_learned_scores_equal_the_explicit_stochastic_complement(seed: int) -> N
         complement = p[:l, :l] + np.outer(p[:l, l], p[l, :l]) / (1.0 - p[l, l])
         step = complement @ f
         assert fast[j] == pytest.approx(np.abs(step[:local] - f[:local]).sum(), abs=1e-9)
-        assert int(page) not in position
     assert len(view.candidates) > 10 and rho.std() > 0
 
 
-def test_until_a_crawled_page_links_inside_f_the_scores_are_the_papers() -> None:
+def test_until_a_crawled_page_links_inside_f_the_estimate_is_the_papers() -> None:
     # L = {0, 1}: 0 <-> 1, 0 -> 2, 1 -> 4; 2 is crawled and links only to 3, outside F.
     graph = LinkGraph.from_edges([0, 1, 0, 1, 2], [1, 0, 2, 4, 3], 5)
     domain = Subgraph([0, 1], graph_out_links(graph))
     domain.add(np.array([2]))
     for degree in ("within", "all"):
         view = domain.view(degree, C)
-        f = subgraph_pagerank(view)[0]
+        learned, paper = flow_vector(view, "learned"), flow_vector(view)
+        np.testing.assert_allclose(learned[0], paper[0], rtol=1e-15)
+        assert learned[1] == paper[1]
+        assert link_back_shares(view)[1] == pytest.approx(paper[1] * paper[0][:2].sum())
+        f = subgraph_pagerank(view)[0]  # no sibling of 3 or 4 is crawled: the paper's scores
         np.testing.assert_allclose(sc_scores(view, f, links="learned"), sc_scores(view, f),
                                    rtol=1e-12)
 
