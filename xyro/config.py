@@ -292,7 +292,7 @@ class GlobalEstimateConfig(_Section):
     enabled: bool = False
     extra_pages_per_local_page: float = Field(2.0, gt=0, le=100)
     rounds: int = Field(50, ge=1, le=10_000)
-    selector: Literal["sc", "sc_learned", "pf", "outlinks", "random"] = "sc"
+    selector: Literal["sc", "sc_learned", "pf", "outlinks", "random"] = "sc_learned"
     out_degree: Literal["within", "all"] = "within"
     check_interval_s: float = Field(300.0, gt=0)
     importance: Literal["local", "global"] = "local"

@@ -81,6 +81,31 @@ def test_edges_mode_reports_errors_against_the_global_pagerank(
     assert json.loads(learned.stdout)["selector"] == "sc_learned"
 
 
+def test_the_config_section_sets_the_defaults_and_flags_override_it(
+        tmp_path: Path, edge_file: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    """No flag: ``ranking.global_estimate``'s selector, budget, rounds and out-degree (the
+    daemon's), so the report shows what the daemon would do; a flag wins over the config."""
+    path = str(edge_file[0])
+    default = _run(_config(tmp_path, tmp_path / "x.db"), "--global-estimate", "--edges",
+                   path, "--local", "200:300", "--json")
+    assert default.exit_code == 0, default.output
+    report = json.loads(default.stdout)
+    assert (report["selector"], report["extra_pages"], report["rounds"]) == \
+        ("sc_learned", 200, 50)
+    section = ("ranking: {global_estimate: {selector: pf, extra_pages_per_local_page: 0.5,"
+               " rounds: 5, out_degree: all}}\n")
+    config = _config(tmp_path, tmp_path / "x.db", section)
+    configured = json.loads(_run(config, "--global-estimate", "--edges", path, "--local",
+                                 "200:300", "--json").stdout)
+    assert (configured["selector"], configured["extra_pages"], configured["rounds"],
+            configured["out_degree"]) == ("pf", 50, 5, "all")
+    flagged = json.loads(_run(config, "--global-estimate", "--edges", path, "--local",
+                              "200:300", "--selector", "random", "--rounds", "4",
+                              "--json").stdout)
+    assert (flagged["selector"], flagged["extra_pages"], flagged["rounds"]) == \
+        ("random", 50, 4)
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--global-estimate", "--local", "1:x"], "--local: '1:x' is not a range START:STOP"),
     (["--global-estimate", "--local", "9:3"], "START must be below STOP"),

@@ -306,19 +306,21 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
               help="With --global-estimate --edges: the local domain, ids START to STOP-1.")
 @click.option("--selector",
               type=click.Choice(["sc", "sc_learned", "pf", "outlinks", "random"]),
-              default=None, help="With --global-estimate: which frontier pages to crawl "
-                                 "[default: sc, SC-Select; sc_learned: SC-Select with "
-                                 "each page's unknown links learned from the out-of-scope "
-                                 "pages crawled so far].")
+              default=None, help="With --global-estimate: which frontier pages to crawl: "
+                                 "sc_learned, SC-Select with each page's unknown links "
+                                 "learned from the out-of-scope pages crawled so far; sc, "
+                                 "SC-Select as published (the average column) [default: "
+                                 "ranking.global_estimate.selector, sc_learned].")
 @click.option("--extra", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --global-estimate: extra pages, as a multiple of the domain's "
-                   "pages [default: 2].")
+                   "pages [default: ranking.global_estimate.extra_pages_per_local_page, 2].")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
-              help="With --global-estimate: selection rounds [default: 50].")
+              help="With --global-estimate: selection rounds [default: "
+                   "ranking.global_estimate.rounds, 50].")
 @click.option("--out-degree", "out_degree", type=click.Choice(["within", "all"]),
               default=None, help="With --global-estimate: a page's out-degree counts its "
                                  "links inside F (within, the paper's) or all its links "
-                                 "[default: within].")
+                                 "[default: ranking.global_estimate.out_degree, within].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
 def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads: int | None,
@@ -396,7 +398,7 @@ def _global_estimate(app: Any, flag: bool, compare: bool, edges: Path | None,
         raise UsageError("--global-estimate --edges FILE.npz needs --local START:STOP (the "
                          "local domain's ids), and --local needs --edges: on the stored "
                          "graph the local domain is the configured scope")
-    chosen = GlobalOptions(**{k: v for k, v in options.items() if v is not None})
+    chosen = GlobalOptions.from_config(app.config.ranking.global_estimate, **options)
     try:
         if edges is not None:
             try:

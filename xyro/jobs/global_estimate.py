@@ -15,7 +15,8 @@
   frontier, i.e. the pages a global-estimate crawl would fetch next, with their scores. There
   is no true global PageRank to measure against. Further rounds need those fetches.
 
-Nothing is written. The damping is the config's ``ranking.damping``.
+Nothing is written. The damping is the config's ``ranking.damping``; the selector, budget,
+rounds and out-degree default to its ``ranking.global_estimate``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ranking.global_estimate import EstimateParams, estimate_metrics, find_globa
 from ranking.importance import direct_importance
 from ranking.sweep import SolverParams
 from xyro.app import App
+from xyro.config import GlobalEstimateConfig
 from xyro.errors import UsageError, XyroError
 from xyro.jobs.rank_job import load_edge_list
 from xyro.jobs.global_stored import config_scope, score_stored, stored_domain
@@ -46,10 +48,18 @@ class GlobalOptions:
     """``extra``: the budget as a multiple of the domain's n; the selector, rounds and
     out-degree of ``ranking.global_estimate.EstimateParams``."""
 
-    selector: str = "sc"
-    extra: float = 2.0
-    rounds: int = 50
-    degree: str = "within"
+    selector: str
+    extra: float
+    rounds: int
+    degree: str
+
+    @classmethod
+    def from_config(cls, settings: GlobalEstimateConfig, **overrides: Any) -> GlobalOptions:
+        """The config's ``ranking.global_estimate``, with the options given (not None)."""
+        chosen = {k: v for k, v in overrides.items() if v is not None}
+        return cls(**{"selector": settings.selector,
+                      "extra": settings.extra_pages_per_local_page,
+                      "rounds": settings.rounds, "degree": settings.out_degree, **chosen})
 
     def params(self, n: int, damping: float) -> EstimateParams:
         return EstimateParams(budget=int(round(self.extra * n)), rounds=self.rounds,
