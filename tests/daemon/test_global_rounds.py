@@ -95,6 +95,7 @@ def test_rounds_start_when_the_scope_settles_spend_the_budget_and_survive_a_rest
         assert rounds.step().local_pages == 6 and not queued
         state = rounds.step()                # unchanged since the last check: round 1
         assert (state.round, state.rounds, state.budget, state.spent) == (1, 3, 6, 2)
+        assert (state.selector, state.out_degree) == ("sc_learned", "within")  # the config's
         assert [url for _, url in state.pending] == [url for _, url in queued[0]]
         assert all(url.startswith("http://out") for _, url in queued[0])
         assert rounds.step() == state        # its pages are not fetched yet

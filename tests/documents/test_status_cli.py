@@ -176,7 +176,8 @@ def test_status_shows_the_global_estimate_rounds(tmp_path: Path) -> None:
     fill(db, planned=False)
     state = RoundState(round=3, rounds=50, local_pages=1200, budget=2400, spent=144,
                        pending=((7, "http://out.example/a"), (9, "http://out.example/b")),
-                       estimate_change_l1=0.0812, updated_at=DAY + 100)
+                       estimate_change_l1=0.0812, updated_at=DAY + 100,
+                       selector="sc_learned", out_degree="within")
     with MetadataStore.open(db) as store, store.writer() as w:
         w.submit(SetState(GLOBAL_KEY, state.to_json()))
     config = tmp_path / "xyro.yaml"
@@ -190,6 +191,9 @@ def test_status_shows_the_global_estimate_rounds(tmp_path: Path) -> None:
     assert ("144 of a budget of 2,400 out-of-scope page(s) queued for their links; 2 of the "
             "last round not fetched yet") in text
     assert "0.0812 from local PageRank (L1" in text
+    assert "selector sc_learned, out-degree within" in text
+    report["global_estimate"].pop("selector")   # a state saved before selectors were kept
+    assert "selector" not in render_status(report, DAY + 160)
     report["global_estimate"].update(budget=0, local_pages=40)
     assert "waiting for the scope to stop growing (40 in-scope" in render_status(report, DAY)
     report["global_estimate"].update(budget=80, finished=True)

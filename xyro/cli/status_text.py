@@ -329,8 +329,11 @@ def _global_estimate(r: Mapping[str, Any], now: float) -> list[str]:
                  "in-scope page(s) with links at the last check)")
     change = g.get("estimate_change_l1")
     title = f"global PageRank estimate: {stage}, updated {ago(g.get('updated_at'), now)}"
+    selection = ([("selection", f"selector {g['selector']}, out-degree "
+                                f"{g.get('out_degree') or '-'}")] if g.get("selector") else [])
     return _section(title, [
         ("local domain", f"{number(g.get('local_pages', 0))} in-scope page(s) with links (n)"),
+        *selection,
         ("extra pages", f"{number(g.get('spent', 0))} of a budget of {number(budget)} "
                         f"out-of-scope page(s) queued for their links; "
                         f"{number(g.get('pending', 0))} of the last round not fetched yet"),

@@ -177,6 +177,8 @@ class GlobalRounds:
         return self._save(replace(state, finished=True))
 
     def _save(self, state: RoundState) -> RoundState:
-        self.state = state = replace(state, updated_at=self._clock.now())
+        self.state = state = replace(state, updated_at=self._clock.now(),
+                                     selector=self._settings.selector,
+                                     out_degree=self._settings.out_degree)
         self._record(SetState(STATE_KEY, state.to_json()))
         return state

@@ -17,7 +17,9 @@ class RoundState:
     the last check before the start, then fixed) and ``budget`` (extra pages allowed, 0
     until the start); ``spent``: out-of-scope pages queued; ``pending``: (URL id, URL) of
     the last round's pages not fetched yet; ``estimate_change_l1``: L1 distance between the
-    estimate and local PageRank at the last round; ``updated_at``: clock seconds."""
+    estimate and local PageRank at the last round; ``updated_at``: clock seconds;
+    ``selector`` and ``out_degree``: the configured ones at that time (empty in a state
+    saved before they were recorded)."""
 
     round: int = 0
     rounds: int = 0
@@ -28,6 +30,8 @@ class RoundState:
     finished: bool = False
     estimate_change_l1: float | None = None
     updated_at: float | None = None
+    selector: str = ""
+    out_degree: str = ""
 
     @property
     def started(self) -> bool:
