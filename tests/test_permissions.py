@@ -11,6 +11,7 @@ The tests that switch to nobody (with ``setpriv``) need root; they are skipped o
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -22,7 +23,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pytest
@@ -93,36 +96,112 @@ def _why_not_as_nobody() -> str | None:
     return None
 
 
-def _grant_search(paths: list[Path]) -> list[tuple[Path, int]]:
-    """Give others search permission (x, not read) on the folders above ``paths`` that lack
-    it, e.g. a fresh clone under a 0700 ``mktemp -d`` folder; returns what to restore."""
-    changed: list[tuple[Path, int]] = []
+GRANTS = Path(tempfile.gettempdir()) / "xyro-test-search-grants.json"
+
+
+def _grant(paths: list[Path], recorded: dict[str, int]) -> None:
+    """Search permission for others on every folder above ``paths``; ``recorded`` gets the
+    original mode of each folder changed."""
     for path in paths:
         for folder in [path, *path.parents]:
             mode = stat.S_IMODE(folder.stat().st_mode)
-            if not mode & stat.S_IXOTH and folder not in {f for f, _ in changed}:
+            if not mode & stat.S_IXOTH:
                 folder.chmod(mode | stat.S_IXOTH)
-                changed.append((folder, mode))
-    return changed
+                recorded.setdefault(str(folder), mode)
+
+
+def _write(registry: Path, recorded: dict[str, int]) -> None:
+    part = registry.with_suffix(".part")
+    part.write_text(json.dumps(recorded), encoding="utf-8")
+    part.replace(registry)  # whole or not at all, should the run be killed here
+
+
+def _read(registry: Path) -> dict[str, int]:
+    text = registry.read_text(encoding="utf-8") if registry.exists() else ""
+    return json.loads(text) if text.strip() else {}
+
+
+@contextmanager
+def _locked(path: Path, how: int) -> Iterator[IO[str]]:
+    with open(path, "a+", encoding="utf-8") as lock:
+        fcntl.flock(lock, how)
+        yield lock
+
+
+@contextmanager
+def search_granted(paths: list[Path], registry: Path = GRANTS) -> Iterator[None]:
+    """Others may enter (x, not read) the folders above ``paths`` while the block runs: a
+    clone in a 0700 ``mktemp -d`` folder, an interpreter under /root. Test runs on one
+    machine overlap (two checkouts, a killed run's orphaned worker) and grant the same
+    folders, so one run restoring /root's mode must not pull it from under another's user
+    nobody mid-import. ``registry`` keeps each folder's original mode; each run holds a
+    shared lock on ``registry.users`` while it needs the grant, and the last one out (its
+    exclusive lock then succeeds) restores them; ``registry.lock`` serializes the changes."""
+    mutex, users = registry.with_suffix(".lock"), registry.with_suffix(".users")
+    with _locked(mutex, fcntl.LOCK_EX):
+        recorded = _read(registry)
+        _grant(paths, recorded)
+        _write(registry, recorded)
+        user = open(users, "a+", encoding="utf-8")  # noqa: SIM115 (held past this block)
+        fcntl.flock(user, fcntl.LOCK_SH)  # never waits: only a restorer holds EX, under mutex
+    try:
+        yield
+    finally:
+        with _locked(mutex, fcntl.LOCK_EX):
+            fcntl.flock(user, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(user, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # another run still needs the grant; the last one out restores
+            else:
+                for folder, mode in _read(registry).items():
+                    Path(folder).chmod(mode)
+                _write(registry, {})
+            finally:
+                user.close()
 
 
 @pytest.fixture(scope="module")
 def as_nobody() -> Iterator[None]:
     """Skips the test, saying why, when it cannot run the CLI as user nobody. The checkout
-    and the interpreter may sit below folders others cannot enter (a clone in a 0700
-    temporary folder): those get search permission for the module's tests, then back."""
-    changed: list[tuple[Path, int]] = []
-    if os.geteuid() == 0:
-        changed = _grant_search([Path(__file__).resolve().parents[1], Path(sys.prefix),
-                                 Path(sys.executable).resolve().parent])
-    try:
+    and the interpreter may sit below folders others cannot enter: those get search
+    permission for the module's tests (:func:`search_granted`)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the CLI as user nobody")
+    with search_granted([Path(__file__).resolve().parents[1], Path(sys.prefix),
+                         Path(sys.executable).resolve().parent]):
         reason = _why_not_as_nobody()
         if reason:
             pytest.skip(reason)
         yield
+
+
+def test_overlapping_grants_are_restored_when_the_last_run_leaves() -> None:
+    """Two runs grant the same 0700 folder; the first to leave must not take it back."""
+    base = Path(tempfile.mkdtemp(prefix="xyro-grant-"))
+    try:
+        base.chmod(0o755)
+        private = base / "private"
+        private.mkdir()
+        private.chmod(0o700)
+        (private / "inside").mkdir()
+        first = search_granted([private / "inside"], base / "grants.json")
+        second = search_granted([private / "inside"], base / "grants.json")
+
+        def mode() -> int:
+            return stat.S_IMODE(private.stat().st_mode)
+
+        with first:
+            assert mode() == 0o701
+            second.__enter__()
+        assert mode() == 0o701            # the second run still needs it
+        second.__exit__(None, None, None)
+        assert mode() == 0o700            # the last one out restored it
+        with search_granted([private / "inside"], base / "grants.json"):
+            assert mode() == 0o701
+        assert mode() == 0o700
     finally:
-        for folder, mode in reversed(changed):
-            folder.chmod(mode)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # -- folders -----------------------------------------------------------------------------

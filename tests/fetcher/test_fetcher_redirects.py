@@ -93,8 +93,8 @@ def test_a_3xx_with_a_huge_body_is_not_read(serve: Any, make_fetcher: Any) -> No
     assert result.error_kind is None, result.error_detail
     assert result.body == b"<html>b</html>"
     assert result.bytes_on_wire == len(b"<html>b</html>")
-    assert elapsed < 0.5
-    for _ in range(100):   # the server thread notices the hang-up a moment later
+    assert elapsed < 5.0   # no hang; what proves the body unread is the server's count below
+    for _ in range(1000):  # the server thread notices the hang-up a moment later
         if "sent" in notes:
             break
         threading.Event().wait(0.01)

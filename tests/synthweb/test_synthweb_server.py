@@ -107,7 +107,7 @@ def test_stop_is_quick_and_leaks_nothing_with_hostile_connections_open(spec: Web
     for s in held:
         s.close()
     idle.close()
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 10.0  # ends as soon as they are gone; a loaded host is slow
     while threading.active_count() > threads and time.monotonic() < deadline:
         threading.Event().wait(0.02)
     assert threading.active_count() == threads
