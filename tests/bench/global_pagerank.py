@@ -284,26 +284,34 @@ def aggregate(domains: list[dict]) -> dict:
     return table
 
 
+def _line(points: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares slope, intercept and r² of (x, y) rows."""
+    slope, intercept = np.polyfit(points[:, 0], points[:, 1], 1)
+    residual = points[:, 1] - (slope * points[:, 0] + intercept)
+    spread = points[:, 1] - points[:, 1].mean()
+    return float(slope), float(intercept), float(1 - (residual ** 2).sum() / (spread ** 2).sum())
+
+
 def timing(domains: list[dict]) -> dict:
-    """Seconds per round against |F| (SC, both out-degrees), least-squares line."""
+    """Seconds per round against |F| (SC, both out-degrees), least-squares line over the
+    single rounds (noisy: they share the cores) and over the domain sizes' means."""
     points = np.array([p for d in domains for degree in ("within", "all")
                        for p in d[degree]["sc"]["rounds"]])
-    slope, intercept = np.polyfit(points[:, 0], points[:, 1], 1)
-    fitted = slope * points[:, 0] + intercept
-    r2 = 1 - ((points[:, 1] - fitted) ** 2).sum() / ((points[:, 1] - points[:, 1].mean()) ** 2
-                                                       ).sum()
+    slope, intercept, r2 = _line(points)
     by_size = {}
     for d in domains:
         rounds = np.array(d["within"]["sc"]["rounds"])
         by_size.setdefault(d["pages"], []).append(
             (float(rounds[:, 0].mean()), float(rounds[:, 1].mean())))
-    return {"seconds_per_round_slope_per_1000_pages": float(slope * 1000),
-            "seconds_per_round_intercept": float(intercept), "r2": float(r2),
+    means = {k: (float(np.mean([a for a, _ in v])), float(np.mean([b for _, b in v])))
+             for k, v in sorted(by_size.items())}
+    r2_means = _line(np.array(list(means.values())))[2] if len(means) > 2 else None
+    return {"seconds_per_round_slope_per_1000_pages": slope * 1000,
+            "seconds_per_round_intercept": intercept, "r2": r2,
+            "r2_of_size_means": r2_means,
             "rounds_fitted": len(points), "domain_sizes": len(by_size),
             "mean_f_pages_and_seconds_per_round_by_domain_size": {
-                str(k): [round(float(np.mean([a for a, _ in v])), 0),
-                         round(float(np.mean([b for _, b in v])), 4)]
-                for k, v in sorted(by_size.items())}}
+                str(k): [round(a, 0), round(b, 4)] for k, (a, b) in means.items()}}
 
 
 def global_truth(name: str, graph: LinkGraph) -> np.ndarray:

@@ -31,6 +31,7 @@ def test_global_pagerank_benchmark_quick_run_prints_one_json_line() -> None:
     assert report["summary"]["seconds_20000_page_domain_2n"] is None  # no such domain here
     web = report["graphs"]["site_web"]
     assert web["domains"] == 4 and web["timing"]["domain_sizes"] == 4
+    assert 0 <= web["timing"]["r2_of_size_means"] <= 1 and 0 <= web["timing"]["r2"] <= 1
     for degree in ("within", "all"):
         rows = web["by_out_degree"][degree]
         assert rows["local_pr"]["l1_median"] > 0
