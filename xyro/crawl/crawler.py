@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from metadata import FetchRecord, PageType, XmlVersion
 from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
 from xyro.clock import Clock
-from xyro.content.page import PageOutcome, analyse
+from xyro.content.page import Child, PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
@@ -45,6 +45,7 @@ from xyro.crawl.retry_policy import RetryPolicy
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.stats import CrawlStats
 from xyro.loader.document import LoadError
+from xyro.loader.outside import outside_links
 from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
 from xyro.records import ErrorKind, FetchResult
@@ -344,15 +345,20 @@ class Crawler:
 
     def _links_only(self, item: FrontierItem) -> _Done:
         """An out-of-scope page of the global PageRank estimate (DESIGN.md §5): a plain
-        fetch for its links alone. An HTML page keeps its links; an XML body is not loaded
-        (that would make it a warehouse document), so it keeps none. Either is recorded as
-        ``outside``: no document, no publication, no refresh."""
+        fetch for its links alone. An HTML page keeps its links; an XML body is parsed for
+        its links but never loaded (that would make it a warehouse document, and would
+        fetch its DTD): :mod:`xyro.loader.outside`. Either is recorded as ``outside``: no
+        document, no publication, no refresh."""
         result = self._fetch(item.url, etag=None, last_modified=None, stop=self._stop)
         outcome = analyse(result, None, self.settings.follow_nofollow,
                           self.settings.max_url_length)
         if outcome.page_type == PageType.HTML:
             outcome = replace(outcome, page_type=PageType.OUTSIDE)
-        elif outcome.page_type in (PageType.XML, PageType.DTD):
+        elif outcome.page_type == PageType.XML:
+            links = outside_links(result.body, result.final_url, self.settings.max_url_length)
+            outcome = PageOutcome(PageType.OUTSIDE, tuple(Child(l.url, l.likely_xml)
+                                                          for l in links), outcome.signature)
+        elif outcome.page_type == PageType.DTD:
             outcome = PageOutcome(PageType.OUTSIDE, signature=outcome.signature)
         return _Done(item, result, outcome)
 

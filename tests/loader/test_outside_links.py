@@ -1,0 +1,118 @@
+"""Links of an XML page fetched for its links alone (``xyro.loader.outside``): the links of
+elements and attributes, nothing loaded (no DTD, no external entity: no local file read and
+no request made, so nothing they hold shows up), no entity expanded, and a hostile body ends
+in a bounded result."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+import pytest
+
+from xyro.loader.outside import outside_links
+
+URL = "http://127.0.0.1:9/feeds/news.xml"
+
+
+def _urls(body: bytes) -> list[str]:
+    return [link.url for link in outside_links(body, URL)]
+
+
+def test_links_of_feeds_and_xlink_resolve_against_the_page() -> None:
+    body = b"""<?xml version="1.0"?>
+<?xml-stylesheet type="text/xsl" href="/style/feed.xsl"?>
+<rss version="2.0" xmlns:xlink="http://www.w3.org/1999/xlink"
+     xmlns:atom="http://www.w3.org/2005/Atom">
+  <channel>
+    <link>http://127.0.0.1:9/index.html</link>
+    <atom:link href="other.xml" rel="self"/>
+    <item><link>../p/1.html</link><enclosure url="/a.mp3"/></item>
+    <note xlink:href="p/2.xml#top"/>
+  </channel>
+</rss>"""
+    links = outside_links(body, URL)
+    assert [link.url for link in links] == [
+        "http://127.0.0.1:9/style/feed.xsl", "http://127.0.0.1:9/index.html",
+        "http://127.0.0.1:9/feeds/other.xml", "http://127.0.0.1:9/p/1.html",
+        "http://127.0.0.1:9/a.mp3", "http://127.0.0.1:9/feeds/p/2.xml"]
+    assert [link.kind for link in links] == ["stylesheet", "rss", "atom", "rss", "rss", "xlink"]
+
+
+@pytest.fixture
+def counting_server() -> Iterator[tuple[str, list[str]]]:
+    """A real server on 127.0.0.1 whose DTD and entity would add a link if ever read."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            asked.append(self.path)
+            body = (b'<!ATTLIST x xmlns:xlink CDATA #FIXED "http://www.w3.org/1999/xlink" '
+                    b'xlink:href CDATA "http://dtd-default.example/">')
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_no_dtd_or_external_entity_is_read(tmp_path: Path,
+                                           counting_server: tuple[str, list[str]]) -> None:
+    """If the local entity, the local DTD or the served DTD were read, a link from them
+    would appear (an entity holding an element, DTDs defaulting xlink:href)."""
+    leak = tmp_path / "leak.xml"
+    leak.write_text('<a xmlns:xlink="http://www.w3.org/1999/xlink" '
+                    'xlink:href="http://file-entity.example/"/>')
+    local_dtd = tmp_path / "x.dtd"
+    local_dtd.write_text('<!ATTLIST x xlink:href CDATA "http://local-dtd.example/">')
+    base, asked = counting_server
+    for doctype in (f'<!DOCTYPE x SYSTEM "{local_dtd.as_uri()}" [<!ENTITY e SYSTEM '
+                    f'"{leak.as_uri()}">]>',
+                    f'<!DOCTYPE x SYSTEM "{base}/x.dtd" [<!ENTITY e SYSTEM "{base}/e.xml">]>',
+                    f'<!DOCTYPE x [<!ENTITY % p SYSTEM "{base}/p.ent"> %p;'
+                    f'<!ENTITY e SYSTEM "{leak.as_uri()}">]>'):
+        body = (f'<?xml version="1.0"?>{doctype}<x><y href="/kept.html"/>&e;</x>').encode()
+        assert _urls(body) == ["http://127.0.0.1:9/kept.html"], doctype
+    assert asked == []
+
+
+def test_internal_entities_do_not_hide_the_links() -> None:
+    body = b'<!DOCTYPE x [<!ENTITY n "news">]><x><a href="/&#97;.html">&n;</a>&n;</x>'
+    assert _urls(body) == ["http://127.0.0.1:9/a.html"]
+
+
+def test_an_entity_bomb_ends_at_once_with_no_links() -> None:
+    """libxml2 checks each entity's content once, unexpanded, and its amplification bound
+    refuses the bomb before any expansion: no links, no time, no memory."""
+    decls = "".join(f'<!ENTITY l{i} "{("&l%d;" % (i - 1)) * 10 if i else "lol"}">'
+                    for i in range(10))
+    body = (f'<?xml version="1.0"?><!DOCTYPE z [{decls}]><z><a href="/a.html">&l9;&l9;</a>'
+            f'</z>').encode()
+    before, started = psutil.Process().memory_info().rss, time.perf_counter()
+    assert _urls(body) == []
+    assert time.perf_counter() - started < 2.0
+    assert psutil.Process().memory_info().rss - before < 50 * 2**20
+
+
+@pytest.mark.parametrize("body", [
+    b"", b"<a><b></a>", b"\x00\xff\xfe binary", b"<html><body>not xml<br></body></html>",
+    b"<a>" * 300 + b"</a>" * 300,  # deeper than libxml2's 256 levels
+    b'<!DOCTYPE a [<!ENTITY x "&y;"><!ENTITY y "&x;">]><a href="/l.html">&x;</a>',
+])
+def test_a_body_that_does_not_parse_has_no_links(body: bytes) -> None:
+    assert _urls(body) == []
