@@ -55,3 +55,27 @@ def test_site_aligned_domains_cut_between_sites(monkeypatch: pytest.MonkeyPatch)
     graph = LinkGraph.from_edges(src, dst, 1000)
     assert bench.site_aligned(graph, [(290, 300), (415, 180)], span=150) == [(300, 300),
                                                                           (400, 200)]
+
+
+def test_rounds_sweep_spreads_the_same_budget_over_fewer_rounds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    bench = importlib.import_module(BENCH.stem)
+    graph, sites = bench.site_web(4000, [300, 500], seed=1)
+    truth = bench.global_truth("site_web", graph)
+    main = bench.bench_graph("site_web", graph, truth, sites, rounds=6, jobs=1)
+    main["rounds"] = 6
+    table = bench.rounds_sweep(graph, truth, sites, main, (2, 3), jobs=1)
+    assert list(table) == ["2", "3", "6"]
+    within = main["by_out_degree"]["within"]
+    assert table["6"]["l1_2n_median"]["sc"] == within["sc"]["l1_2n_median"]
+    assert table["6"]["sc_gain_over_local_pr_2n_median"] == pytest.approx(
+        within["sc_gain_over_local_pr_2n_median"])
+    assert table["6"]["sc_l1_over_best_selector_2n_median"] == pytest.approx(
+        within["sc_l1_over_best_selector_2n_median"])
+    start, size = sites[0]
+    again = bench.sweep_domain(graph, truth, start, size, 6)  # the main run, redone
+    assert again["sc"] == pytest.approx(main["per_domain"][0]["within"]["sc"]["l1_2n"])
+    for row in table.values():
+        assert row["l1_2n_median"]["local_pr"] == within["local_pr"]["l1_median"]
+        assert row["sc_l1_over_best_selector_2n_median"] >= 1.0
