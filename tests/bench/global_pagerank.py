@@ -394,12 +394,13 @@ def rounds_sweep(graph: LinkGraph, truth: np.ndarray, domains: list[tuple[int, i
     table = {}
     for rounds, medians in sorted(rows.items(), key=lambda item: int(item[0])):
         best = min(medians[name] for name in COMPARED)
+        others = min(medians[name] for name in COMPARED if name != "sc")  # as ``aggregate``
         table[rounds] = {
             "l1_2n_median": medians,
             "sc_gain_over_local_pr_2n_median": medians["local_pr"] / medians["sc"],
             "sc_l1_over_best_selector_2n_median": medians["sc"] / best,
             "sc_learned_gain_over_local_pr_2n_median": medians["local_pr"] / medians["sc_learned"],
-            "sc_learned_l1_over_best_other_selector_2n_median": medians["sc_learned"] / best}
+            "sc_learned_l1_over_best_other_selector_2n_median": medians["sc_learned"] / others}
     return table
 
 

@@ -79,3 +79,5 @@ def test_rounds_sweep_spreads_the_same_budget_over_fewer_rounds(
     for row in table.values():
         assert row["l1_2n_median"]["local_pr"] == within["local_pr"]["l1_median"]
         assert row["sc_l1_over_best_selector_2n_median"] >= 1.0
+    assert table["6"]["sc_learned_l1_over_best_other_selector_2n_median"] == pytest.approx(
+        within["sc_learned_l1_over_best_other_selector_2n_median"])
