@@ -334,15 +334,17 @@ def _mean_or_one(values: np.ndarray) -> float:
     return float(known.mean()) if known.size else 1.0
 
 
-def window_units(run: Run, first_unit: int) -> dict[str, float]:
-    rows = [u for u in run.units if u[0] >= first_unit][:-1]  # the last one was cut short
-    if not rows:
-        return {}
-    return {"fetched_per_unit": float(np.mean([u[1] for u in rows])),
-            "refresh_per_unit": float(np.mean([u[2] for u in rows])),
-            "discovery_per_unit": float(np.mean([u[3] for u in rows])),
-            "urgent_per_unit": float(np.mean([u[4] for u in rows])),
-            "carried_over_per_unit": float(np.mean([u[5] or 0 for u in rows]))}
+def window_units(run: Run, first_unit: int, end_unit: int) -> dict[str, float]:
+    """Mean fetches per unit over the whole units of the window, [first_unit, end_unit): the
+    run stops as ``end_unit`` begins. A unit the daemon never opened (a starved daemon
+    writes no row for it) counts as nothing fetched."""
+    rows = {u[0]: u for u in run.units}
+    window = [rows.get(unit, (unit, 0, 0, 0, 0, 0)) for unit in range(first_unit, end_unit)]
+    return {"fetched_per_unit": float(np.mean([u[1] for u in window])),
+            "refresh_per_unit": float(np.mean([u[2] for u in window])),
+            "discovery_per_unit": float(np.mean([u[3] for u in window])),
+            "urgent_per_unit": float(np.mean([u[4] for u in window])),
+            "carried_over_per_unit": float(np.mean([u[5] or 0 for u in window]))}
 
 
 def keeps_up(name: str, figures: dict[str, Any], args: argparse.Namespace) -> bool:
@@ -350,7 +352,7 @@ def keeps_up(name: str, figures: dict[str, Any], args: argparse.Namespace) -> bo
     web is found); if not, it was CPU-bound at this ``--speed`` and the scores measure an
     overloaded daemon (its jobs starved, its plan late), not the refresh policy."""
     g = budget_g(args)
-    spent = figures.get("fetched_per_unit", 0.0)
+    spent = figures["fetched_per_unit"]
     if spent >= 0.95 * g:
         return True
     log(f"{name}: the daemon fetched {spent:.0f} of G = {g} pages per unit in the window: "
@@ -432,7 +434,7 @@ def evaluate(args: argparse.Namespace, truth: Truth, runs: dict[str, Run]) -> di
     out: dict[str, Any] = {}
     for name, run in runs.items():
         out[name] = {**score(reads[name], pages, truth, a, b),
-                     **window_units(run, first_unit),
+                     **window_units(run, first_unit, int(b // UNIT_S)),
                      "pages_read_before_window": int(sum(t[0] < a for t in reads[name].values())),
                      "politeness_violations": politeness(run, truth)}
     kept_up = all([keeps_up(name, out[name], args) for name in runs])  # each one says why

@@ -52,3 +52,20 @@ def test_truth_weights_html_pages_by_interest_or_by_importance(monkeypatch) -> N
     assert np.array_equal(rank.r[~html], importance.r[~html])  # XML: importance both ways
     assert not np.allclose(rank.r[html], importance.r[html])   # HTML: interest vs importance
     assert importance.r.mean() == pytest.approx(1.0)
+
+
+def test_the_window_counts_its_whole_units_and_a_unit_never_opened_as_none_fetched(
+        monkeypatch) -> None:
+    """A daemon starved by a loaded machine may write no row for a unit, and it is stopped
+    as the last unit begins (a row, cut short, or none): neither may shift the window."""
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    bench = importlib.import_module(BENCH.stem)
+    rows = [(9, 40, 40, 0, 0, 0), (10, 40, 32, 8, 0, 0), (12, 40, 30, 10, 0, 3),
+            (13, 5, 5, 0, 0, 0)]  # unit 11 never opened; 13 began as the run stopped
+    run = bench.Run("planner", "agent", [], rows, Path("unused"))
+    window = bench.window_units(run, 10, 13)
+    assert window["fetched_per_unit"] == pytest.approx(80 / 3)
+    assert window["refresh_per_unit"] == pytest.approx(62 / 3)
+    assert window["carried_over_per_unit"] == pytest.approx(1.0)
+    assert bench.window_units(bench.Run("planner", "agent", [], rows[:3], Path("unused")),
+                              10, 13) == window
