@@ -77,6 +77,7 @@ NORMS = ("table", "exact")
 LINK_ESTIMATES = ("average", "learned")
 TABLE_SIZE = 1000
 MAX_PRODUCTS = 1 << 23  # sibling products per block (bounds the memory of one block)
+TIE_RELATIVE = 1e-12  # scores this close (relative) are equal: ``top_candidates``
 
 Selector = Callable[[DomainView, np.ndarray, np.random.Generator], np.ndarray]
 
@@ -302,18 +303,35 @@ def resolve_selector(selector: str | Selector) -> Selector:
     return SELECTORS[selector]
 
 
+def tie_order(ids: np.ndarray) -> np.ndarray:
+    """A fixed pseudo-random key per page id (SplitMix64's finalizer). Equal scores are
+    ordered by it, so that the numbering of pages (URL order in LAW's graphs, where a lower
+    id means the same site and folder; discovery order in the store) does not steer the
+    crawl, while the same ids always come out in the same order."""
+    z = np.asarray(ids, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 def top_candidates(view: DomainView, scores: np.ndarray, k: int) -> np.ndarray:
-    """The ids of the k best candidates (highest score, ties to the lower id)."""
+    """The ids of the k best candidates: highest score first; scores within ``TIE_RELATIVE``
+    of each other (the solver's last digits: structurally identical pages) are ties, broken
+    by ``tie_order``. On a real web the cut falls inside such a tie in nearly every round."""
+    scores = np.asarray(scores, dtype=np.float64)
     if len(scores) != len(view.candidates):
         raise ValueError(f"the selector gave {len(scores)} scores for "
                          f"{len(view.candidates)} candidates")
     k = min(k, len(scores))
     if k <= 0:
         return np.empty(0, dtype=np.int64)
-    if k < len(scores):  # candidates are increasing: a stable sort keeps ties by id
-        threshold = np.partition(-scores, k - 1)[k - 1]
-        pool = np.flatnonzero(-scores <= threshold)
-    else:
-        pool = np.arange(len(scores))
-    best = pool[np.argsort(-scores[pool], kind="stable")[:k]]
-    return view.candidates[best]
+    pool = np.arange(len(scores))
+    if k < len(scores):  # only the candidates at or near the k-th score can be chosen
+        cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+        pool = np.flatnonzero(scores >= cut - TIE_RELATIVE * abs(cut))
+    ranked = pool[np.argsort(-scores[pool], kind="stable")]
+    values = scores[ranked]
+    apart = values[:-1] - values[1:] > TIE_RELATIVE * np.abs(values[:-1])
+    group = np.concatenate([[0], np.cumsum(apart)])
+    ids = view.candidates[ranked]
+    return ids[np.lexsort((tie_order(ids), group))[:k]]

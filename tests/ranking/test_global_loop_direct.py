@@ -1,7 +1,7 @@
 """FindGlobalPR (001 Algorithm 2, DESIGN.md §5) against a direct implementation written
 from the definitions alone: dense matrices, F's PageRank by a linear solve, the selectors'
-scores by a loop over the links. The two must crawl the same pages in the same rounds and
-report the same errors."""
+scores by a loop over the links (equal scores ordered as the selection orders ties). The
+two must crawl the same pages in the same rounds and report the same errors."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from ranking.global_domain import graph_out_links
 from ranking.global_estimate import EstimateParams, find_global_pagerank
+from ranking.global_select import tie_order
 from ranking.graph import LinkGraph
 
 DAMPING = 0.85
@@ -89,7 +90,9 @@ def direct_loop(adj: np.ndarray, local: list[int], selector: str, degree: str,
         if r == len(sizes):
             break
         scores = direct_scores(adj, members, f, selector, degree)
-        chosen = sorted(scores, key=lambda j: (-scores[j], j))[:sizes[r]]
+        # equal scores (to 10 digits) go by the selection's fixed order of ids
+        chosen = sorted(scores, key=lambda j: (-float(f"{scores[j]:.10e}"),
+                                               int(tie_order(np.array([j]))[0])))[:sizes[r]]
         if not chosen:
             break
         members += chosen

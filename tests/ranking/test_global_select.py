@@ -8,7 +8,7 @@ import pytest
 
 from ranking.global_domain import Subgraph, graph_out_links
 from ranking.global_select import (AbsSums, outlink_scores, pf_scores, sc_one_step, sc_scores,
-                                   top_candidates)
+                                   tie_order, top_candidates)
 from ranking.graph import LinkGraph
 
 C = 0.85
@@ -189,14 +189,33 @@ def test_pf_and_outlink_count_on_a_hand_checked_graph() -> None:
     np.testing.assert_allclose(pf_scores(view_all, f), [0.2 + 0.3, 0.3])  # O = (2, 2)
 
 
-def test_top_candidates_ties_go_to_the_lower_id() -> None:
+def test_top_candidates_best_first_and_ties_by_a_fixed_order_of_ids() -> None:
     graph = LinkGraph.from_edges([0, 0, 0, 0], [9, 3, 7, 5], 10)
     view = Subgraph([0], graph_out_links(graph)).view()
     assert list(view.candidates) == [3, 5, 7, 9]
-    assert list(top_candidates(view, np.array([1.0, 2.0, 2.0, 2.0]), 2)) == [5, 7]
-    assert list(top_candidates(view, np.array([1.0, 2.0, 2.0, 2.0]), 9)) == [5, 7, 9, 3]
+    tied = sorted([5, 7, 9], key=lambda page: tie_order(np.array([page]))[0])
+    assert list(top_candidates(view, np.array([1.0, 2.0, 2.0, 2.0]), 2)) == tied[:2]
+    assert list(top_candidates(view, np.array([1.0, 2.0, 2.0, 2.0]), 9)) == tied + [3]
+    assert list(top_candidates(view, np.array([4.0, 3.0, 2.0, 1.0]), 3)) == [3, 5, 7]
     with pytest.raises(ValueError, match="3 scores for 4 candidates"):
         top_candidates(view, np.zeros(3), 1)
+
+
+def test_ties_do_not_follow_the_numbering_of_pages() -> None:
+    """On LAW's graphs a lower id is the same site and folder: ties by id would crawl one
+    folder's pages together. The order is pseudo-random, fixed, and blind to last digits."""
+    graph = LinkGraph.from_edges(np.zeros(1000, dtype=int), np.arange(1, 1001), 1001)
+    view = Subgraph([0], graph_out_links(graph)).view()
+    equal = np.full(1000, 0.25)
+    chosen = top_candidates(view, equal, 100)
+    assert list(chosen) == list(view.candidates[np.argsort(tie_order(view.candidates))][:100])
+    assert 300 < chosen.mean() < 700 and chosen.min() < 100 and chosen.max() > 900
+    noise = 1 + 1e-14 * np.random.default_rng(0).random(1000)  # a solver's last digits
+    assert list(top_candidates(view, equal * noise, 100)) == list(chosen)
+    apart = equal.copy()
+    apart[-1] *= 1 + 1e-9  # a real difference still wins
+    assert top_candidates(view, apart, 1)[0] == 1000
+    assert list(top_candidates(view, np.zeros(1000), 5)) == list(chosen[:5])
 
 
 def test_abs_sums_exact_and_table() -> None:
