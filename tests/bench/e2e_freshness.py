@@ -339,12 +339,10 @@ def window_units(run: Run, first_unit: int, end_unit: int) -> dict[str, float]:
     run stops as ``end_unit`` begins. A unit the daemon never opened (a starved daemon
     writes no row for it) counts as nothing fetched."""
     rows = {u[0]: u for u in run.units}
-    window = [rows.get(unit, (unit, 0, 0, 0, 0, 0)) for unit in range(first_unit, end_unit)]
-    return {"fetched_per_unit": float(np.mean([u[1] for u in window])),
-            "refresh_per_unit": float(np.mean([u[2] for u in window])),
-            "discovery_per_unit": float(np.mean([u[3] for u in window])),
-            "urgent_per_unit": float(np.mean([u[4] for u in window])),
-            "carried_over_per_unit": float(np.mean([u[5] or 0 for u in window]))}
+    names = ("fetched", "refresh", "discovery", "urgent", "carried_over")  # the row's columns
+    window = np.array([[value or 0 for value in rows.get(unit, (unit, 0, 0, 0, 0, 0))[1:]]
+                       for unit in range(first_unit, end_unit)], dtype=float).reshape(-1, 5)
+    return {f"{name}_per_unit": float(mean) for name, mean in zip(names, window.mean(axis=0))}
 
 
 def keeps_up(name: str, figures: dict[str, Any], args: argparse.Namespace) -> bool:
