@@ -28,7 +28,9 @@ seconds). Prints ONE JSON line; progress on stderr.
   2n/50 pages: the L1, L∞ errors after n and 2n extra pages, and the local PageRank's (round
   0); ``inflow_share_2n``, the share of the PageRank flowing into L from outside (Σ g_j/o_j
   over links j -> L) that the crawled pages carry; ``links_into_local_share_2n``, the share
-  of crawled pages with a link into L;
+  of crawled pages with a link into L; ``l1_by_extra_over_n``, the L1 error after 0.2n to 2n
+  extra pages (the paper's curves, 001 §6: on its site domains the link-based selectors led
+  random in the first rounds, random caught up or led later);
 - medians over the domains with a 90 % bootstrap interval (the domains resampled 2,000
   times) for the two summary ratios: how far the figure could move with another draw;
 - rounds: the ``ranges`` domains again with the same 2n budget in 5, 10 and 25 rounds
@@ -74,6 +76,7 @@ SWEEP_ROUNDS = (5, 10, 25)  # the same budget in fewer, bigger rounds (``rounds_
 SWEEP_SELECTORS = ("sc", "sc_learned", "pf", "outlinks", "random")
 SELECTORS = ("sc", "sc_exact", "sc_learned", "pf", "outlinks", "random", "oracle")
 COMPARED = ("sc", "pf", "outlinks", "random")  # the paper's selectors (001 §6)
+CURVE = (0.2, 0.4, 0.6, 1.0, 1.5, 2.0)  # extra pages / n at which the L1 error is kept
 CNR_SIZES = [2000, 2000, 2000, 5000, 5000, 5000, 10000, 10000, 20000, 20000]
 SHORT_LINK_IDS = 3000  # site_aligned: links spanning at most this many ids count as a site's
 BOOTSTRAP = 2000
@@ -233,6 +236,8 @@ def run_domain(graph: LinkGraph, truth: np.ndarray, start: int, size: int,
             figures[name] = {
                 "l1_n": result.at_extra(size).metrics["l1"],
                 "l1_2n": h[-1].metrics["l1"], "linf_2n": h[-1].metrics["linf"],
+                "l1_by_extra_over_n": {str(x): result.at_extra(int(np.ceil(x * size)))
+                                       .metrics["l1"] for x in CURVE},
                 "extra_pages": h[-1].extra, "seconds": round(wall, 2),
                 "inflow_share_2n": share(result.crawled),
                 "links_into_local_share_2n": into_local(result.crawled),
@@ -285,6 +290,9 @@ def aggregate(domains: list[dict]) -> dict:
             for share in ("inflow_share_2n", "links_into_local_share_2n"):
                 entry[f"{share}_median"] = float(np.median(
                     [d[degree][name][share] for d in domains]))
+            entry["l1_median_by_extra_over_n"] = {x: float(np.median(
+                [d[degree][name]["l1_by_extra_over_n"][x] for d in domains]))
+                for x in domains[0][degree][name]["l1_by_extra_over_n"]}
             gains = [d[degree]["local_pr"]["l1"] / d[degree][name]["l1_2n"] for d in domains]
             entry["gain_over_local_pr_2n_median"] = float(np.median(gains))
             entry["gain_over_local_pr_2n_range"] = [float(np.min(gains)), float(np.max(gains))]
@@ -297,6 +305,12 @@ def aggregate(domains: list[dict]) -> dict:
         rows["sc_l1_over_best_selector_2n_per_domain_median"] = float(np.median([
             d[degree]["sc"]["l1_2n"] / min(d[degree][s]["l1_2n"] for s in COMPARED)
             for d in domains]))
+        curve = rows["sc"]["l1_median_by_extra_over_n"]
+        rows["sc_over_random_l1_median_by_extra_over_n"] = {
+            x: curve[x] / rows["random"]["l1_median_by_extra_over_n"][x] for x in curve}
+        rows["sc_l1_over_best_link_based_selector_2n_median"] = (
+            rows["sc"]["l1_2n_median"]
+            / min(rows[name]["l1_2n_median"] for name in ("pf", "outlinks")))
         others = min(rows[name]["l1_2n_median"] for name in COMPARED if name != "sc")
         rows["sc_learned_l1_over_best_other_selector_2n_median"] = \
             rows["sc_learned"]["l1_2n_median"] / others
@@ -432,6 +446,11 @@ def summarize(graphs: dict) -> dict:
                 rows["sc_learned_l1_over_best_other_selector_2n_median"]
             for name in ("sc", "sc_learned", "pf", "outlinks", "random", "oracle"):
                 summary[f"{key}_{degree}_{name}_l1_2n_median"] = rows[name]["l1_2n_median"]
+    within = ranges["within"]
+    summary["cnr_within_sc_over_random_l1_median_by_extra_over_n"] = \
+        within["sc_over_random_l1_median_by_extra_over_n"]
+    summary["cnr_within_sc_l1_over_best_link_based_selector_2n_median"] = \
+        within["sc_l1_over_best_link_based_selector_2n_median"]
     summary["cnr_seconds_per_round_slope_per_1000_pages"] = \
         graphs["cnr-2000"]["timing"]["seconds_per_round_slope_per_1000_pages"]
     for key in ("sc_gain_over_local_pr_2n_median", "sc_l1_over_best_selector_2n_median",

@@ -29,6 +29,8 @@ def test_global_pagerank_benchmark_quick_run_prints_one_json_line() -> None:
     report = json.loads(lines[0])
     assert SUMMARY <= set(report["summary"])
     assert report["summary"]["seconds_20000_page_domain_2n"] is None  # no such domain here
+    assert len(report["summary"]["cnr_within_sc_over_random_l1_median_by_extra_over_n"]) == 6
+    assert report["summary"]["cnr_within_sc_l1_over_best_link_based_selector_2n_median"] > 0
     web = report["graphs"]["site_web"]
     assert web["domains"] == 4 and web["timing"]["domain_sizes"] == 4
     assert 0 <= web["timing"]["r2_of_size_means"] <= 1 and 0 <= web["timing"]["r2"] <= 1
@@ -38,6 +40,12 @@ def test_global_pagerank_benchmark_quick_run_prints_one_json_line() -> None:
         for name in ("sc", "sc_exact", "sc_learned", "pf", "outlinks", "random", "oracle"):
             assert 0 <= rows[name]["l1_2n_median"] <= rows[name]["l1_2n_worst"] <= 2
             assert 0 <= rows[name]["links_into_local_share_2n_median"] <= 1
+            curve = rows[name]["l1_median_by_extra_over_n"]
+            assert list(curve) == ["0.2", "0.4", "0.6", "1.0", "1.5", "2.0"]
+            assert curve["1.0"] == rows[name]["l1_n_median"]
+            assert curve["2.0"] == rows[name]["l1_2n_median"]
+        assert rows["sc_over_random_l1_median_by_extra_over_n"]["2.0"] == pytest.approx(
+            rows["sc"]["l1_2n_median"] / rows["random"]["l1_2n_median"])
         low, high = rows["sc_gain_over_local_pr_2n_median_90pct"]
         assert 0 < low <= high
     for domain in web["per_domain"]:
