@@ -224,3 +224,28 @@ def test_a_timed_out_fetch_does_not_break_the_next_one(
     results = [fetcher.fetch(server.url("/ok")) for _ in range(3)]
     assert [r.error_kind for r in results] == [None, None, None]
     assert all(r.body == b"<html>fine</html>" for r in results)
+
+
+def _raw_response(head: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.wfile.write(head)
+        h.close_connection = True
+    return route
+
+
+@pytest.mark.parametrize("head, status", [
+    (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \xb2\r\n"
+     b"Connection: close\r\n\r\n<html></html>", 200),
+    (b"HTTP/1.1 302 Found\r\nLocation: /gone\r\nContent-Length: \xb2\r\n"
+     b"Connection: close\r\n\r\n", 404),
+    (b"HTTP/1.1 503 Busy\r\nRetry-After: \xb2\r\nContent-Length: 0\r\n"
+     b"Connection: close\r\n\r\n", 503)], ids=["length-200", "length-302", "retry-after-503"])
+def test_non_ascii_digits_in_length_or_retry_after_are_ignored(
+        head: bytes, status: int, serve: Any, make_fetcher: Callable[..., Fetcher]) -> None:
+    # 0xB2 is '²' in Latin-1: str.isdigit() says yes, int() says no
+    server = serve({"/x": _raw_response(head)})
+    result = make_fetcher().fetch(server.url("/x"))
+    assert result.status == status
+    assert result.retry_after_s is None
+    if status == 200:
+        assert result.error_kind is None and result.body == b"<html></html>"

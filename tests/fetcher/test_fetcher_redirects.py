@@ -151,3 +151,30 @@ def test_relative_and_absolute_locations_resolve_against_the_current_url(
     result = make_fetcher().fetch(server.url("/dir/a"))
     assert result.error_kind is None, result.error_detail
     assert result.final_url == server.url("/dir/b?x=1")
+
+
+def _raw(head: bytes) -> Any:
+    """A response written byte for byte: header values http.client will decode as Latin-1."""
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.wfile.write(head + b"Content-Length: 0\r\n\r\n")
+        h.close_connection = True
+    return route
+
+
+def test_location_in_raw_utf8_is_followed_to_the_utf8_path(serve: Any,
+                                                          make_fetcher: Any) -> None:
+    server = serve({"/start": _raw(b"HTTP/1.1 301 Moved\r\nLocation: /caf\xc3\xa9\r\n"),
+                    "/caf%C3%A9": lambda h: serve.send(h, 200, b"<html>ok</html>")})
+    result = make_fetcher().fetch(server.url("/start"))
+    assert result.error_kind is None, result.error_detail
+    assert result.final_url == server.url("/caf%C3%A9")
+    assert [seen.path for seen in server.log] == ["/start", "/caf%C3%A9"]
+
+
+def test_location_in_latin1_that_is_not_utf8_is_kept_as_sent(serve: Any,
+                                                             make_fetcher: Any) -> None:
+    server = serve({"/start": _raw(b"HTTP/1.1 302 Found\r\nLocation: /caf\xe9\r\n"),
+                    "/caf%C3%A9": lambda h: serve.send(h, 200, b"<html>ok</html>")})
+    result = make_fetcher().fetch(server.url("/start"))
+    assert result.error_kind is None, result.error_detail
+    assert result.final_url == server.url("/caf%C3%A9")

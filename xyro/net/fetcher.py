@@ -106,7 +106,7 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     text = value.strip()
-    if text.isdigit():
+    if _is_decimal(text):
         return float(text)
     when = parse_http_date(text)
     return None if when is None else max(0.0, when - now)
@@ -219,7 +219,7 @@ class Fetcher:
             if response.status_code not in REDIRECT_STATUSES:
                 self._consume(draft, response, ctx)
                 return
-            location = response.headers.get("location")
+            location = _location(response.headers.get("location"))
             draft.status = response.status_code
             self._discard(response, draft)
             if not location:
@@ -398,9 +398,27 @@ def _scheme(url: str, kind: ErrorKind) -> str:
         raise _Failure(kind, f"{url!r} is not a URL: {exc}") from None
 
 
+def _location(value: str | None) -> str | None:
+    """The Location header as the server meant it: http.client decodes header bytes as
+    Latin-1, and servers send raw UTF-8 paths (``/café``), so re-decode them as UTF-8 where
+    they are valid UTF-8 (as requests' own redirect code does)."""
+    if not value:
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
+
+
+def _is_decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²' or '٣', which int() refuses (a header
+    is decoded as Latin-1, so any byte 0xB2 passes isdigit)."""
+    return text.isascii() and text.isdigit()
+
+
 def _content_length(headers: dict[str, str]) -> int | None:
     value = headers.get("content-length", "").strip()
-    return int(value) if value.isdigit() else None
+    return int(value) if _is_decimal(value) else None
 
 
 def _reason(exc: BaseException) -> str:
