@@ -138,6 +138,35 @@ def test_multi_member_gzip_and_trailing_padding() -> None:
     assert _feed_in_chunks(Decoder(["gzip"], 100), body, 5) == b"first second"
 
 
+def _member(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+def test_every_gzip_member_is_decoded_wherever_the_reads_cut_the_stream() -> None:
+    # a member ending exactly at a read, or with only the next member's 0x1f in that read
+    body = _member(b"first ") + _member(b"second ") + _member(b"third")
+    for chunk in range(1, len(body) + 1):
+        assert _feed_in_chunks(Decoder(["gzip"], 100), body, chunk) == b"first second third"
+    first = len(_member(b"first "))
+    for cut in (first - 1, first, first + 1, first + 2):
+        decoder = Decoder(["gzip"], 100)
+        decoder.feed(body[:cut])
+        decoder.feed(body[cut:])
+        assert decoder.finish() == b"first second third", cut
+
+
+def test_empty_gzip_members_do_not_end_the_body() -> None:
+    body = _member(b"") + _member(b"") + _member(b"<a href='/x'>") + _member(b"") + _member(b"x")
+    for chunk in (1, 7, len(body)):
+        assert _feed_in_chunks(Decoder(["gzip"], 100), body, chunk) == b"<a href='/x'>x"
+
+
+def test_bytes_after_the_last_gzip_member_are_padding() -> None:
+    for tail in (b"\x1f", b"\x00", b"\x1f\x00junk", b"\n"):
+        assert _feed_in_chunks(Decoder(["gzip"], 100), _member(b"doc") + tail, 3) == b"doc"
+
+
 def test_decoder_cap_is_exact() -> None:
     data = zlib.compress(b"a" * 1000)
     assert len(_feed_in_chunks(Decoder(["deflate"], 1000), data, 64)) == 1000

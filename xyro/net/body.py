@@ -17,6 +17,7 @@ import brotli
 
 MAX_STACKED_ENCODINGS = 3
 _ALIASES = {"x-gzip": "gzip", "x-deflate": "deflate"}
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class BodyTooLarge(Exception):
@@ -44,37 +45,45 @@ class _ZlibStage:
         self._d: zlib._Decompress | None = None
         self._tail = b""
         self._eof = False
+        self._between_members = False
 
     def _new(self, first: bytes) -> zlib._Decompress:
         if self._encoding == "gzip":
             return zlib.decompressobj(16 + zlib.MAX_WBITS)
         # "deflate" should be zlib-wrapped (RFC 9110) but some servers send raw deflate:
         # a valid zlib header is CM=8 and a 16-bit check divisible by 31.
-        wrapped = len(first) >= 2 and first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
+        wrapped = first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
         return zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
 
     def process(self, data: bytes, limit: int) -> bytes:
         buf = self._tail + data if self._tail else data
-        if self._eof or (self._d is None and not buf):
-            self._tail = b""
-            return b""
-        if self._d is None:
-            if self._encoding == "deflate" and len(buf) < 2:
+        self._tail = b""
+        while not self._eof:
+            if self._d is None:
+                if len(buf) < 2:  # too short to tell a header from the padding after a member
+                    self._tail = buf
+                    return b""
+                if self._between_members and buf[:2] != _GZIP_MAGIC:
+                    self._eof = True  # trailing padding is ignored, as browsers do
+                    return b""
+                self._d = self._new(buf)
+            try:
+                out = self._d.decompress(buf, limit)
+            except zlib.error as exc:
+                raise BodyEncodingError(f"corrupt {self._encoding} stream: {exc}") from None
+            if not self._d.eof:
+                self._tail = self._d.unconsumed_tail
+                return out
+            buf = self._d.unused_data
+            if self._encoding != "gzip":
+                self._eof = True
+                return out
+            self._d, self._between_members = None, True  # a gzip body may hold more members
+            if out:
                 self._tail = buf
-                return b""
-            self._d = self._new(buf)
-        try:
-            out = self._d.decompress(buf, limit)
-        except zlib.error as exc:
-            raise BodyEncodingError(f"corrupt {self._encoding} stream: {exc}") from None
-        self._tail = self._d.unconsumed_tail
-        if self._d.eof:
-            rest = self._d.unused_data
-            if self._encoding == "gzip" and rest[:2] == b"\x1f\x8b":
-                self._d, self._tail = None, rest   # next gzip member
-            else:
-                self._eof, self._tail = True, b""  # trailing padding is ignored, as browsers do
-        return out
+                return out
+            # an empty member: go on to the next one now (the caller stops at no output)
+        return b""
 
 
 class _BrotliStage:
