@@ -8,7 +8,7 @@ import brotli
 import pytest
 
 from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding
-from xyro.content.classify import classify, html_encoding, sniff
+from xyro.content.classify import classify, sniff
 from xyro.net.filters import (
     DEFAULT_ACCEPT_CONTENT_TYPES, content_type_accepted, mime_type, suffix_skipped,
 )
@@ -83,21 +83,6 @@ def test_content_type_filter() -> None:
     assert not content_type_accepted("application/json", accepted)
     assert mime_type(" Text/HTML ; charset=x") == "text/html"
     assert mime_type(";") is None
-
-
-@pytest.mark.parametrize("body, header, expected", [
-    (b"<html><meta charset='iso-8859-2'>", "text/html; charset=koi8-r", "koi8-r"),
-    (b"<html><meta charset='iso-8859-2'>", "text/html", "iso8859-2"),
-    (b"\xef\xbb\xbf<html><meta charset='iso-8859-2'>", "text/html; charset=koi8-r", "utf-8"),
-    (b"\xff\xfe<\x00h\x00", "text/html", "utf-16-le"),
-    (b"<html><meta http-equiv='Content-Type' content='text/html; charset=windows-1251'>",
-     None, "cp1251"),
-    (b"<html>plain</html>", "text/html; charset=no-such-codec", "utf-8"),
-    (b"<html>plain</html>", None, "utf-8"),
-])
-def test_html_encoding_order_bom_header_meta(body: bytes, header: str | None,
-                                             expected: str) -> None:
-    assert html_encoding(_result(body, header)) == expected
 
 
 def test_content_encoding_header_parsing() -> None:

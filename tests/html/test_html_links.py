@@ -345,3 +345,42 @@ def test_link_cap() -> None:
 def test_no_cap_below_the_limit() -> None:
     result = extract_links(b'<a href="/p">x</a>' * 1000, PAGE)
     assert len(result.links) == 1000 and not result.truncated
+
+
+@pytest.mark.parametrize("body, charset, expected", [
+    (b"<html><meta charset='iso-8859-2'>", "koi8-r", "koi8-r"),
+    (b"<html><meta charset='iso-8859-2'>", None, "iso8859-2"),
+    (b"\xef\xbb\xbf<html><meta charset='iso-8859-2'>", "koi8-r", "utf-8"),
+    (b"\xff\xfe<\x00h\x00", None, "utf-16-le"),
+    (b"<html><meta http-equiv='Content-Type' content='text/html; charset=windows-1251'>",
+     None, "cp1251"),
+    (b"<html>plain</html>", "no-such-codec", "utf-8"),
+    (b"<html>plain</html>", None, "utf-8"),
+    ("<a href='/x'>x</a>".encode("utf-16-le"), "utf-16le", "utf-16-le"),  # the header holds
+])
+def test_decode_html_order_bom_header_declaration(body: bytes, charset: str | None,
+                                                  expected: str) -> None:
+    assert decode_html(body, charset)[0] == expected
+
+
+@pytest.mark.parametrize("declaration", [
+    '<meta charset="utf-16">', '<meta charset="UTF-16LE">', '<meta charset="utf-32">',
+    '<meta http-equiv="Content-Type" content="text/html; charset=UTF-16">',
+    '<?xml version="1.0" encoding="utf-16"?>'])
+def test_a_declared_utf16_is_read_as_utf8(declaration: str) -> None:
+    body = f"{declaration}<title>caf\u00e9</title><a href='/feed.xml'>f</a>".encode("utf-8")
+    result = extract_links(body, PAGE)
+    assert result.error is None and result.encoding == "utf-8"
+    assert result.title == "caf\u00e9" and result.urls == ["http://example.org/feed.xml"]
+
+
+@pytest.mark.parametrize("name", ["punycode", "unicode_escape", "raw_unicode_escape", "cp037",
+                                  "hz", "idna"])
+def test_python_codecs_that_are_no_web_encoding_are_ignored(name: str) -> None:
+    body = b"<a href='/feed.xml'>f</a> <a href='/docs/\\u0041.xml'>a</a>"
+    expected = ["http://example.org/feed.xml", "http://example.org/docs/\\u0041.xml"]
+    by_header = extract_links(body, PAGE, content_type_charset=name)
+    by_meta = extract_links(f"<meta charset='{name}'>".encode() + body, PAGE)
+    for result in (by_header, by_meta):
+        assert result.error is None and result.encoding == "utf-8"
+        assert result.urls == expected

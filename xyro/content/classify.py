@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
+from w3lib.encoding import read_bom
 
 from xyro.media_types import family
 from xyro.net.filters import url_path as _path
@@ -75,24 +75,6 @@ def classify(result: FetchResult) -> Kind:
     if kind == "xml":
         return "html" if guess == "html" else "xml"
     return guess if guess in ("html", "xml") else "other"
-
-
-def html_encoding(result: FetchResult, default: str = "utf-8") -> str:
-    """The codec name for an HTML body: BOM, then the header charset, then <meta>.
-
-    The order of ``w3lib.encoding.html_to_unicode`` (and of HTML5): a BOM is the strongest
-    evidence. Only the name is returned, so the body is decoded once, by its consumer.
-    """
-    bom_encoding, _bom = read_bom(result.body[:4])
-    if bom_encoding:
-        return bom_encoding
-    header = result.headers.get("content-type")
-    encoding = http_content_type_encoding(header) if header else None
-    if encoding is None:
-        encoding = html_body_declared_encoding(result.body[:4096])
-    if encoding in ("utf-16", "utf-32"):
-        encoding += "-be"   # no BOM: big-endian by definition
-    return encoding or default
 
 
 def _head_text(head: bytes) -> str:

@@ -73,7 +73,9 @@ from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
-from w3lib.encoding import html_to_unicode, resolve_encoding
+from w3lib.encoding import (
+    html_body_declared_encoding, html_to_unicode, read_bom, resolve_encoding,
+)
 
 from xyro.content.parse_guard import PARSES
 
@@ -86,6 +88,16 @@ BINARY_SNIFF_CHARS = 4096
 BINARY_SHARE = 0.05
 BINARY_MIN_COUNT = 16  # a few stray NULs in a short page are not enough
 FALLBACK_ENCODING = "utf-8"
+# The encodings of the WHATWG Encoding Standard, as the Python codecs w3lib resolves their
+# labels to (x-user-defined and iso-8859-8-i have none), and UTF-32, read by its BOM.
+_WEB_CODECS = frozenset({
+    "utf-8", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874",
+    *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
+    *(f"cp{n}" for n in range(1250, 1259)),
+    "gbk", "gb18030", "big5", "big5hkscs", "euc_jp", "iso2022_jp", "shift_jis", "cp932",
+    "euc_kr", "cp949", "utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"})
+_WIDE_CODECS = frozenset({"utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be",
+                          "utf-32-le"})
 
 LinkKind = Literal["a", "area", "frame", "iframe", "alternate", "refresh"]
 
@@ -192,29 +204,32 @@ def extract_links(
 
 
 def decode_html(body: bytes, content_type_charset: str | None) -> tuple[str, str]:
-    """(encoding name, text): BOM, then header charset, then the document's declaration."""
-    header = None
+    """(encoding name, text): BOM, then the header's charset, then the document's declaration
+    (``<meta>`` or an XML declaration), the order of the WHATWG HTML standard. Names that are
+    not web encodings (WHATWG Encoding Standard: not base64, punycode, unicode_escape) are
+    ignored, and a declared UTF-16 or UTF-32 is read as UTF-8, as browsers do: the bytes that
+    declared it were readable as ASCII, so they are not UTF-16 (HTML §13.2.3.2)."""
     charset = (content_type_charset or "").strip(_ASCII_WS + "\"'")
-    if charset and _is_text_encoding(charset):
-        header = f"text/html; charset={charset}"
+    codec = _web_codec(charset) if charset else None
+    if codec is None and read_bom(body[:4])[0] is None:
+        declared = html_body_declared_encoding(body)
+        if declared is not None:  # decided here: html_to_unicode would take any codec
+            codec = _web_codec(declared) or FALLBACK_ENCODING
+            codec = FALLBACK_ENCODING if codec in _WIDE_CODECS else codec
+    header = f"text/html; charset={codec}" if codec else None
     try:
         encoding, text = html_to_unicode(header, body)
         return codecs.lookup(encoding).name, text
     except (LookupError, UnicodeError):
-        # The document declared a codec that is not a text encoding (e.g. <meta charset=base64>).
         return FALLBACK_ENCODING, body.decode(FALLBACK_ENCODING, "replace")
 
 
-def _is_text_encoding(name: str) -> bool:
-    """False for unknown names and for codecs that are not text encodings (base64, zlib)."""
+def _web_codec(name: str) -> str | None:
+    """The Python codec of a web encoding's label (w3lib's resolution, which also maps
+    latin-1 and ascii to cp1252 as browsers do), or None for unknown names and for codecs that
+    are no web encoding."""
     resolved = resolve_encoding(name)
-    if resolved is None:
-        return False
-    try:
-        b"".decode(resolved)
-    except LookupError:
-        return False
-    return True
+    return resolved if resolved in _WEB_CODECS else None
 
 
 def parse_meta_refresh(content: str) -> str | None:
