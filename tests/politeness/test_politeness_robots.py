@@ -7,7 +7,8 @@ import os
 import pytest
 
 from xyro.clock import ManualClock
-from xyro.net.robots import MAX_ROBOTS_BYTES, RobotsCache
+from xyro.net.robots import MAX_ROBOTS_BYTES, RobotsCache, query_orders
+from xyro.net.urls import canonicalize
 
 O = "http://h.example"
 BODY = b"""# comment
@@ -142,3 +143,22 @@ def test_lru_bound_on_entries(clock: ManualClock) -> None:
 def test_bad_configuration(clock: ManualClock, kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         RobotsCache(clock=clock, **kwargs)
+
+
+def test_query_orders_move_each_parameter_first() -> None:
+    assert query_orders("http://h/p") == ["http://h/p"]
+    assert query_orders("http://h/?a=1&b=2&c") == [
+        "http://h/?a=1&b=2&c", "http://h/?b=2&a=1&c", "http://h/?c&a=1&b=2"]
+    assert len(query_orders("http://h/?" + "&".join(f"k{i}=1" for i in range(50)))) == 8
+
+
+def test_query_rules_hold_after_canonical_sorting(robots: RobotsCache,
+                                                  clock: ManualClock) -> None:
+    robots.store(O, 200, b"User-agent: *\nDisallow: /?s=\nDisallow: /search?q=\n",
+                 clock.now())
+    for link in ("/?s=shoes&post_type=product", "/search?q=x&page=2"):
+        url = canonicalize(link, base=O + "/")
+        assert url is not None and "?s=" not in url and "?q=" not in url  # sorted away
+        assert robots.verdict(url) == "disallowed", url
+    assert robots.allowed(canonicalize("/?post_type=product&page=2", base=O + "/"))
+    assert robots.allowed(O + "/search")

@@ -16,7 +16,9 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
 Entries expire ``ttl_s`` (≤ 24 h, §2.4) after the fetch. The product token is matched case
 insensitively (protego lowercases both sides). Crawl-delay (or Request-rate, as seconds per
 request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
-days. /robots.txt itself is always allowed. Thread-safe (one lock): fetch workers may check
+days. /robots.txt itself is always allowed. A URL with a query must be allowed with each of
+its parameters first (:func:`query_orders`): canonical URLs have their parameters sorted,
+and a rule like ``Disallow: /?s=`` was written for the order the site's links use. Thread-safe (one lock): fetch workers may check
 redirect hops with :meth:`verdict`.
 """
 
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; we parse at most that
 MAX_TTL_S = 86_400.0
+MAX_QUERY_ORDERS = 8  # query parameters tried first in a robots.txt match (query_orders)
 
 StateKind = Literal["needs_fetch", "allowed", "disallow_all"]
 
@@ -63,6 +66,26 @@ class _Entry:
     expires: float
     crawl_delay: float
     sitemaps: list[str]
+
+
+def query_orders(url: str, limit: int = MAX_QUERY_ORDERS) -> list[str]:
+    """``url``, and ``url`` with each of its first ``limit`` query parameters moved first.
+
+    Canonical URLs have their query parameters sorted (w3lib), but a site writes its rules
+    for the links it makes: ``Disallow: /?s=`` is meant for ``/?s=shoes&post_type=x``, which
+    the crawl holds as ``/?post_type=x&s=shoes``. A URL is fetched only if every order is
+    allowed, so a rule on any one parameter holds whatever order the page wrote.
+    """
+    head, sep, query = url.partition("?")
+    if not sep:
+        return [url]
+    query, hash_, fragment = query.partition("#")
+    params = query.split("&")
+    orders = [url]
+    for i in range(1, min(len(params), limit)):
+        moved = [params[i], *params[:i], *params[i + 1:]]
+        orders.append(f"{head}?{'&'.join(moved)}{hash_}{fragment}")
+    return orders
 
 
 class RobotsCache:
@@ -129,7 +152,7 @@ class RobotsCache:
         if st.rules is None:
             return "allowed"
         with self._lock:  # protego caches matches in dicts: keep it single-threaded
-            ok = st.rules.can_fetch(url, self.token)
+            ok = all(st.rules.can_fetch(u, self.token) for u in query_orders(url))
         return "allowed" if ok else "disallowed"
 
     def allowed(self, url: str, now: float | None = None, origin: str | None = None) -> bool:
