@@ -61,6 +61,17 @@ def test_canonicalize_refuses(raw: str) -> None:
     assert canonicalize(raw) is None
 
 
+@pytest.mark.parametrize("raw, expected", [
+    ("http://example.com/a%%41a", "http://example.com/a%25Aa"),
+    ("http://example.com/r%%41B.xml", "http://example.com/r%25AB.xml"),
+    ("http://example.com/100%", "http://example.com/100%25"),
+    ("http://example.com/p?q=%%41", "http://example.com/p?q=%25A"),
+])
+def test_a_stray_percent_stays_a_literal_percent(raw: str, expected: str) -> None:
+    assert canonicalize(raw) == expected
+    assert canonicalize(expected) == expected
+
+
 def test_canonicalize_length_limit_is_after_canonicalization() -> None:
     url = "http://example.com/" + "a" * 100
     assert canonicalize(url, max_length=len(url)) == url

@@ -24,6 +24,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 2048
 _LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
 _HOSTNAME = re.compile(rf"^(?:{_LABEL}\.)*{_LABEL}$")
+# A '%' that starts no escape is a literal '%' (what a lenient server decodes it to). Escaped
+# first, or w3lib decodes "%%41" to "%A" + the next character: a new escape, another resource.
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)$", re.S)
 
 
@@ -148,7 +151,7 @@ def _canonicalize_w3lib(url: str, max_length: int) -> str | None:
         scheme = url.partition(":")[0].lower()
         if scheme not in DEFAULT_PORTS:
             return None
-        match = _AUTHORITY.match(canonicalize_url(url))
+        match = _AUTHORITY.match(canonicalize_url(_STRAY_PERCENT.sub("%25", url)))
         if match is None:
             return None
         host, port = _split_netloc(match.group(2))
