@@ -59,6 +59,10 @@ log = logging.getLogger("xyro.crawl.crawler")
 #: robots.txt fetch failures that mean the host cannot be reached at all.
 UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, ErrorKind.ADDRESS})
 
+#: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
+#: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
+ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
+
 #: Page fetch failures that back the host off (the host looks overloaded or unreachable).
 #: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
 #: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
@@ -395,7 +399,7 @@ class Crawler:
 
     def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
         now = self.clock.now()
-        status = result.status if result.error_kind in (None, ErrorKind.HTTP_STATUS) else None
+        status = result.status if result.error_kind in ROBOTS_ANSWERS else None
         self.frontier.robots.store(item.origin, status, result.body, now)
         if status is not None and status < 300:
             self.publication.offer_robots(self.frontier, item.origin)
