@@ -323,3 +323,18 @@ def test_real_process_exports_bytes(site: dict[str, object], tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", script, "export", "http://x.example/none"],
                           capture_output=True, env=env, timeout=60)
     assert done.returncode == 1 and done.stderr.decode().startswith("error: no XML document")
+
+
+def test_export_never_overwrites_the_database_or_the_warehouse(site: dict[str, object],
+                                                              tmp_path: Path) -> None:
+    db = Path(site["db"])  # type: ignore[arg-type]
+    before = db.read_bytes()
+    blob = next(p for p in Path(site["warehouse"]).rglob("*") if p.is_file())  # type: ignore[arg-type]
+    alias = tmp_path / "alias.db"
+    alias.hardlink_to(db)
+    for target in (db, Path(f"{db}-wal"), alias, blob, Path(site["warehouse"]) / "new.xml"):  # type: ignore[arg-type]
+        result = run(site, "export", DOC_A, "-o", str(target))
+        assert result.exit_code == 2, (target, result.stderr)
+        assert "would destroy stored data" in result.stderr and "Traceback" not in result.stderr
+    assert db.read_bytes() == before
+    assert run(site, "export", DOC_A).stdout_bytes == site["bodies"][(DOC_A, 3)]  # type: ignore[index]

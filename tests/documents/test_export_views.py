@@ -213,3 +213,12 @@ def test_real_process_and_a_closed_pipe(tmp_path: Path) -> None:
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err and "Broken" not in err
+
+
+def test_output_is_never_the_database(site: dict[str, Path]) -> None:
+    db = site["db"]
+    before = db.read_bytes()
+    for args in (("views",), ("views", "v_hosts")):
+        result = run(site, *args, "-o", str(db))
+        assert result.exit_code == 2 and "is the metadata database" in result.stderr
+    assert db.read_bytes() == before

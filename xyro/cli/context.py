@@ -45,6 +45,25 @@ def app_of(ctx: click.Context) -> App:
     return ctx.find_object(LazyApp).get()
 
 
+def checked_output(app: App, output: Path | None) -> Path | None:
+    """``output`` (``-o FILE``), unless writing it would destroy what Xyro keeps: the metadata
+    database, its -wal, -shm or -journal file, or a file of the warehouse (then a usage
+    error, exit 2, before anything is opened)."""
+    if output is None:
+        return None
+    target = output.resolve()
+    database = app.database_path.resolve()
+    kept = [database, *(database.with_name(database.name + s)
+                        for s in ("-wal", "-shm", "-journal"))]
+    same = any(target == k or (target.exists() and k.exists() and os.path.samefile(target, k))
+               for k in kept)
+    if same or target.is_relative_to(Path(app.config.storage.warehouse_dir).resolve()):
+        what = "the metadata database" if same else "a file of the warehouse"
+        raise UsageError(f"-o {output} is {what} ({database if same else target}); writing "
+                         "it would destroy stored data: choose another path")
+    return output
+
+
 def format_status(report: dict[str, Any]) -> str:
     """Render a command's summary dictionary as aligned sections (``crawl``, ``demo``,
     ``rank``, ``plan``); ``xyro status`` has its own text (:mod:`xyro.cli.status`)."""

@@ -410,7 +410,10 @@ def export(ctx: click.Context, url: str, number: int | None, output: Path | None
     inspection views (hosts, errors, change rates...) are written by `xyro views NAME
     --format csv|json|jsonl`.
     """
+    from xyro.cli.context import checked_output
+
     app = _app_of(ctx)
+    output = checked_output(app, output)
     with app.open_store(read_only=True) as store:
         conn = store.read_connection()
         try:

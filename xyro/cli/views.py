@@ -162,9 +162,10 @@ def views(ctx: click.Context, name: str | None, fmt: str, limit: int,
     as UTC text. The database is opened read-only, so reading access is enough, also while
     the daemon runs. README.md ("Inspecting the metadata database") describes each view.
     """
-    from xyro.cli.context import app_of as _app
+    from xyro.cli.context import app_of as _app, checked_output
 
-    path = _app(ctx).database_path
+    app = _app(ctx)
+    path, output = app.database_path, checked_output(app, output)
     with _database(path) as db:
         if name is None:
             with _output(output) as out:
