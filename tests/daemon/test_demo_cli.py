@@ -56,3 +56,19 @@ def test_demo_runs_the_daemon_loop_through_time_units(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert jobs.get("plan", 0) >= 2 and jobs.get("rank", 0) >= 1, jobs
+
+
+def test_the_demo_store_is_always_beside_the_configured_one(tmp_path: Path) -> None:
+    """An operator's database in a folder named demo stays the operator's: the demo nests
+    its own store below it; and ``xyro --demo demo`` is the plain demo, not a demo in demo."""
+    operator = tmp_path / "demo" / "xyro.db"
+    small = ("--hosts", "2", "--no-hostile", "--web-pages", "40", "--pages", "10", "--json")
+    run = _xyro(tmp_path, "--set", f"storage.database={operator}", "demo", *small)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout)["database"] == str(tmp_path / "demo" / "demo" / "xyro.db")
+    assert not operator.exists()
+    again = _xyro(tmp_path, "--demo", "demo", *small)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout)["database"] == "var/demo/xyro.db"
+    assert (tmp_path / "var" / "demo" / "xyro.db").exists()
+    assert not (tmp_path / "var" / "demo" / "demo").exists()

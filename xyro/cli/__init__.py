@@ -23,7 +23,7 @@ import click
 
 from metadata import MetadataError
 from xyro import __version__
-from xyro.app import build_admission
+from xyro.app import App, build_admission
 from xyro.cli.context import LazyApp, app_of, canonical_url, format_status
 from xyro.config_load import ConfigError, load_config
 from xyro.crawl.admission import Source
@@ -184,10 +184,13 @@ def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: boo
         seconds = 3600.0
     spec = WebSpec(seed=seed, n_hosts=hosts, n_pages=web_pages,
                    hostile=HOSTILE_KINDS if hostile else frozenset())
+    lazy = ctx.find_object(LazyApp)
+    lazy.get()
+    configured = App(lazy.configured, lazy.app.clock)  # run_demo moves it to the demo's store
     with Progress(pages, seconds, speed) as progress, quiet_logs():
-        summary, audit = run_demo(app_of(ctx), spec, speed=speed, max_pages=pages,
+        summary, audit = run_demo(configured, spec, speed=speed, max_pages=pages,
                                   max_seconds=seconds, on_progress=progress)
-    database = demo_storage(app_of(ctx).config).storage.database
+    database = demo_storage(configured.config).storage.database
     stats = summary.stats
     fetched, refused = fetched_pages(stats)
     report = {"stop_reason": summary.stop_reason,

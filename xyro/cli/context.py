@@ -16,6 +16,7 @@ import click
 
 from xyro.app import App
 from xyro.clock import Clock
+from xyro.config import XyroConfig
 from xyro.config_load import load_config
 from xyro.errors import UsageError
 from xyro.net.urls import canonicalize
@@ -27,11 +28,12 @@ class LazyApp:
 
     def __init__(self, path: Path | None, overrides: tuple[str, ...], demo: bool = False) -> None:
         self.path, self.overrides, self.demo, self.app = path, overrides, demo, None
+        self.configured: XyroConfig | None = None  # before --demo moved the storage
 
     def get(self, clock: Clock | None = None) -> App:
         """The App (built on the first call, with ``clock`` if given, else the wall clock)."""
         if self.app is None:
-            config = load_config(self.path, os.environ, self.overrides)
+            config = self.configured = load_config(self.path, os.environ, self.overrides)
             if self.demo:
                 from xyro.service.demo import demo_storage
                 config = demo_storage(config)

@@ -147,10 +147,7 @@ def demo_storage(cfg: XyroConfig) -> XyroConfig:
     """``cfg`` with the demo's own database and warehouse, in ``demo/`` beside the configured
     database: the demo's loopback URLs stay out of the operator's store (``xyro --demo``
     points any command there)."""
-    database = Path(cfg.storage.database)
-    if database.parent.name == "demo":   # already the demo's (`xyro --demo demo`)
-        return cfg
-    base = database.parent / "demo"
+    base = Path(cfg.storage.database).parent / "demo"
     return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={
         "database": str(base / "xyro.db"), "warehouse_dir": str(base / "warehouse")})})
 
