@@ -327,14 +327,16 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    if found < CURRENT_VERSION or not _views_present(conn):
+    if found < CURRENT_VERSION or not _views_current(conn):
         create_views(conn)
     return found
 
 
-def _views_present(conn: sqlite3.Connection) -> bool:
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
-    return set(VIEWS) <= names
+def _views_current(conn: sqlite3.Connection) -> bool:
+    """True if every view exists with this Xyro's SQL (SQLite keeps the CREATE statement)."""
+    stored = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type='view'"))
+    return all(stored.get(name) == f"CREATE VIEW {name} AS {sql}"
+               for name, sql in VIEWS.items())
 
 
 def create_views(conn: sqlite3.Connection) -> None:

@@ -2,14 +2,18 @@
 
 Times in the tables are POSIX seconds on the crawler's clock line; the views show them as
 UTC text with ``datetime(x, 'unixepoch')``. Rates are changes per day. The views are
-dropped and recreated on every migration, so their SQL can change between versions.
+dropped and recreated when a writer opens a store whose views differ from these (after a
+migration, or a new Xyro with the same schema), so their SQL can change between versions.
 
 v_pages_by_type     pages per type, with fetched and never-fetched counts ('refused': link
                     targets the frontier's admission refused, never fetched; their reasons
                     are in errors rows of kind 'refused')
 v_frontier          persisted frontier size per priority (0 = most urgent)
-v_xml_documents     one row per XML document: versions, latest version, validity, DTD
-v_xml_versions      every stored XML version, newest first
+v_xml_documents     one row per XML document: versions, latest version, validity, DTD (not
+                    the DTD and entity files, whose versions carry no c14n signature:
+                    metadata.status.ENTITY_VERSION; ``xyro documents --dtds`` lists them)
+v_xml_versions      every stored XML version, newest first, of a document or of a DTD or
+                    entity file (``kind``)
 v_due_per_unit      pages waiting in each refresh folder (time unit)
 v_top_importance    pages by direct importance (PageRank × N, mean 1), highest first
 v_top_interest      pages by interest (inverse rank, mean 1), highest first
@@ -45,10 +49,15 @@ VIEWS: dict[str, str] = {
                (SELECT x.dtd_url FROM xml_versions x WHERE x.url_id = u.id
                 ORDER BY x.fetched_at DESC LIMIT 1) AS dtd_url
         FROM urls u JOIN xml_versions v ON v.url_id = u.id
-        GROUP BY u.id""",
+        GROUP BY u.id
+        HAVING (SELECT x.c14n_signature IS NOT NULL FROM xml_versions x WHERE x.url_id = u.id
+                ORDER BY x.fetched_at DESC LIMIT 1)""",
     "v_xml_versions": """
-        SELECT u.url, datetime(v.fetched_at, 'unixepoch') AS fetched, hex(v.md5) AS md5,
-               v.size, v.storage_key, v.valid, v.validation_error, v.dtd_url, v.schema_url
+        SELECT u.url, datetime(v.fetched_at, 'unixepoch') AS fetched,
+               CASE WHEN v.c14n_signature IS NULL THEN 'dtd_or_entity' ELSE 'document' END
+                   AS kind,
+               hex(v.md5) AS md5, v.size, v.storage_key, v.valid, v.validation_error,
+               v.dtd_url, v.schema_url
         FROM xml_versions v JOIN urls u ON u.id = v.url_id
         ORDER BY v.fetched_at DESC""",
     "v_due_per_unit": """

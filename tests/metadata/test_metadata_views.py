@@ -37,3 +37,31 @@ def test_view_contents(small_store: MetadataStore) -> None:
     top = q("SELECT url, estimate, estimate_x_n, cash, history FROM v_opic LIMIT 1").fetchone()
     assert top == ("http://shop.example/", 0.45, 1.8, 0.05, 0.4)
     conn.close()
+
+
+def test_dtd_and_entity_files_are_no_xml_documents(small_store: MetadataStore) -> None:
+    conn = sqlite3.connect(small_store.path)
+    q = conn.execute
+    dtd_id, dtd = q("SELECT id, url FROM urls WHERE url != 'http://shop.example/catalog.xml' "
+                    "LIMIT 1").fetchone()  # stored as a DTD (a version with no signature)
+    q("INSERT INTO xml_versions (url_id, md5, c14n_signature, fetched_at, size, storage_key) "
+      "VALUES (?, x'00', NULL, 1767229260, 10, 'k')", (dtd_id,))
+    conn.commit()
+    documents = [r[0] for r in q("SELECT url FROM v_xml_documents")]
+    assert documents == ["http://shop.example/catalog.xml"]
+    kinds = dict(q("SELECT url, kind FROM v_xml_versions"))
+    assert kinds == {"http://shop.example/catalog.xml": "document", dtd: "dtd_or_entity"}
+    conn.close()
+
+
+def test_a_writer_replaces_views_whose_sql_is_not_this_xyros(small_store: MetadataStore) -> None:
+    conn = sqlite3.connect(small_store.path)
+    conn.execute("DROP VIEW v_hosts")
+    conn.execute("CREATE VIEW v_hosts AS SELECT 'old' AS host")
+    conn.commit()
+    conn.close()
+    MetadataStore.open(small_store.path).close()
+    conn = sqlite3.connect(small_store.path)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'v_hosts'").fetchone()[0]
+    conn.close()
+    assert sql == f"CREATE VIEW v_hosts AS {VIEWS['v_hosts']}"
