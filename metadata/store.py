@@ -27,6 +27,7 @@ from metadata.errors import MetadataError, StoreAccessError
 from metadata.graph import LinkStream, export_graph, graph_counts, stream_graph
 from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph, UnitSpent
+from metadata.refresh_queries import FOLDER_UNIT_KEY, state_value
 from metadata.resolver import UrlResolver
 from metadata.schema import CURRENT_VERSION, file_version, migrate
 from metadata.status import store_status
@@ -333,6 +334,16 @@ class MetadataStore:
                 yield stream
         finally:
             conn.close()
+
+    def folder_unit_s(self) -> float | None:
+        """The length in seconds of the time unit the stored folders (``due_unit``) count in,
+        as the planner last filed them; None before its first run."""
+        conn = self.read_connection()
+        try:
+            unit = state_value(conn, FOLDER_UNIT_KEY)
+        finally:
+            conn.close()
+        return float(unit) if isinstance(unit, (int, float)) and unit > 0 else None
 
     def status(self, current_unit: int | None = None) -> dict:
         """Summary for ``xyro status``; ``current_unit`` is the planner's time unit index."""

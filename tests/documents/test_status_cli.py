@@ -198,3 +198,29 @@ def test_status_shows_the_global_estimate_rounds(tmp_path: Path) -> None:
     assert "waiting for the scope to stop growing (40 in-scope" in render_status(report, DAY)
     report["global_estimate"].update(budget=80, finished=True)
     assert "global PageRank estimate: finished" in render_status(report, DAY)
+
+
+def test_due_now_counts_in_the_unit_the_folders_were_filed_in(tmp_path: Path) -> None:
+    """`xyro --demo status`, or a config whose time unit changed since the last planning:
+    due_unit holds folder numbers of the planner's unit, not of the configured one."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "xyro.db"
+    fill(db, planned=True)
+    with MetadataStore.open(db) as store, store.writer() as w:
+        w.submit(SetState("folders.unit_s", 600.0))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE urls SET due_unit = ? WHERE url = ?",
+                 (int(time.time() // 600) - 1, DOC))
+    conn.commit()
+    conn.close()
+    config = tmp_path / "xyro.yaml"
+    config.write_text(f"storage:\n  database: {db}\n  warehouse_dir: {tmp_path / 'w'}\n"
+                      "refresh:\n  time_unit_s: 86400\n")
+    site = {"config": config}
+    plan = json.loads(run(site, "status", "--json").stdout)["refresh"]
+    assert plan["due_now"] == 1 and plan["unit_s"] == 600 and plan["configured_unit_s"] == 86400
+    assert abs(plan["unit"] - int(time.time() // 600)) <= 1  # a unit may end meanwhile
+    text = run(site, "status").stdout
+    assert "unit length 10 min" in text and "the configuration says 1 day" in text

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from xyro.app import App
+from xyro.clock import unit_index
 from xyro.cli.status_text import iso, render_status
 from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_ROUNDS_KEY
 
@@ -37,8 +38,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
     app = _app(ctx)
     now = app.clock.now()
     with app.open_store(read_only=True) as store:
-        raw = store.status(current_unit=app.current_unit())
-    report = status_report(app, raw, now)
+        # due_unit counts in the planner's unit, which the config may have changed since
+        # (or, for `xyro --demo status`, never had): the store's own unit decides "now"
+        unit_s = store.folder_unit_s() or app.time_unit_s
+        raw = store.status(current_unit=unit_index(now, unit_s))
+    report = status_report(app, {**raw, "unit_s": unit_s}, now)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True, default=str))
     else:
@@ -109,7 +113,8 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
     plans = [r for r in runs if r.get("name") == "plan"]
     prior = _number(state.get("refresh.prior_rate_per_unit"))
     return {
-        "unit": raw.get("current_unit"), "unit_s": cfg.time_unit_s,
+        "unit": raw.get("current_unit"), "unit_s": raw.get("unit_s", cfg.time_unit_s),
+        "configured_unit_s": cfg.time_unit_s,
         "bandwidth_pages_per_unit": g, "discovery_share": share,
         "refresh_pages_per_unit": round(g * (1.0 - share), 3),
         "discovery_pages_per_unit": round(g * share, 3),
@@ -119,7 +124,8 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
         "k": _number(state.get("refresh.k")),
         "omega": _number(state.get("refresh.omega")),
         "prior_rate_per_unit": prior,
-        "prior_rate_per_day": None if prior is None else prior * 86400.0 / cfg.time_unit_s,
+        "prior_rate_per_day": None if prior is None else (
+            prior * 86400.0 / raw.get("unit_s", cfg.time_unit_s)),
         "planned_at_s": plans[0]["finished"] if plans else None,
         "planned_at": plans[0]["finished_iso"] if plans else None,
     }

@@ -251,6 +251,7 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
     stamp = f"last planned {ago(planned, now)}" if planned is not None else "never planned"
     title = (f"refresh plan (unit {p.get('unit')}, unit length {duration(unit_s)}; "
              f"{stamp}):")
+    configured = float(p.get("configured_unit_s") or unit_s)
     k, omega, prior = p.get("k"), p.get("omega"), p.get("prior_rate_per_unit")
     share = float(p.get("discovery_share") or 0.0)
     rows = [
@@ -272,6 +273,10 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
                        f"{number(prior)} changes/unit ({number(prior * 86400.0 / unit_s)} "
                        "changes/day) for pages read too few times to estimate"),
     ]
+    if configured != unit_s:
+        rows.append(("unit length", f"the stored folders count in units of "
+                                    f"{duration(unit_s)}, the configuration says "
+                                    f"{duration(configured)}: the next planning refiles them"))
     return _section(title, rows)
 
 
