@@ -24,7 +24,7 @@ import click
 from metadata import MetadataError
 from xyro import __version__
 from xyro.app import App, build_admission
-from xyro.cli.context import LazyApp, app_of, canonical_url, format_status
+from xyro.cli.context import FiniteFloat, LazyApp, app_of, canonical_url, format_status
 from xyro.config_load import ConfigError, load_config
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import URGENT, admit_offline, records
@@ -124,7 +124,7 @@ def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
 @cli.command()
 @click.option("--pages", type=click.IntRange(min=1), default=None,
               help="Stop after this many page fetches.")
-@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--seconds", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Stop after this many seconds (clock time).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
@@ -155,11 +155,11 @@ def crawl(ctx: click.Context, pages: int | None, seconds: float | None, as_json:
 @click.option("--seed", type=int, default=7, show_default=True, help="Seed of the web.")
 @click.option("--hostile/--no-hostile", default=True, show_default=True,
               help="Include hostile pages (bombs, slow drip, redirect loops, traps...).")
-@click.option("--speed", type=click.FloatRange(min=1), default=60.0, show_default=True,
+@click.option("--speed", type=FiniteFloat(min=1), default=60.0, show_default=True,
               help="Clock acceleration: simulated seconds per real second.")
 @click.option("--pages", type=click.IntRange(min=1), default=None,
               help="Stop after this many page fetches.")
-@click.option("--seconds", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--seconds", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Stop after this many simulated seconds [default: 1 simulated hour when "
                    "--pages is not given].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
@@ -246,13 +246,13 @@ class _Progress:
 
 
 @cli.command("run")
-@click.option("--speed", type=click.FloatRange(min=1), default=1.0, show_default=True,
+@click.option("--speed", type=FiniteFloat(min=1), default=1.0, show_default=True,
               help="Simulations only: run the clock this many times faster than real time "
                    "(against `python -m xyro.synthweb --speed` with the same --epoch).")
-@click.option("--epoch", type=float, default=None,
+@click.option("--epoch", type=FiniteFloat(), default=None,
               help="Simulations only: the wall-clock POSIX time at which the accelerated "
                    "clock reads --sim-start [default: now]; give the synthetic web the same.")
-@click.option("--sim-start", type=float, default=None,
+@click.option("--sim-start", type=FiniteFloat(), default=None,
               help="Simulations only: the simulated POSIX time at --epoch [default: the "
                    "epoch itself].")
 @click.pass_context
@@ -314,7 +314,7 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
                                  "learned from the out-of-scope pages crawled so far; sc, "
                                  "SC-Select as published (the average column) [default: "
                                  "ranking.global_estimate.selector, sc_learned].")
-@click.option("--extra", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--extra", type=FiniteFloat(min=0, min_open=True, max=100), default=None,
               help="With --global-estimate: extra pages, as a multiple of the domain's "
                    "pages [default: ranking.global_estimate.extra_pages_per_local_page, 2].")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,

@@ -8,6 +8,7 @@ Every command module (xyro/cli/*.py) imports this module, never the group module
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,20 @@ from xyro.config_load import load_config
 from xyro.errors import UsageError
 from xyro.net.urls import canonicalize
 from xyro.service.logs import setup_logging
+
+
+class FiniteFloat(click.FloatRange):
+    """``click.FloatRange`` that also refuses nan and ±inf: every comparison with nan is
+    false, so a range alone lets ``--seconds nan`` through (a run with no time limit)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class LazyApp:
