@@ -242,8 +242,8 @@ class CrawlerConfig(_Section):
 
 
 class RefreshConfig(_Section):
-    time_unit_s: float = Field(86400.0, gt=0)
-    bandwidth_pages_per_unit: int = Field(100_000, ge=1)
+    time_unit_s: float = Field(86400.0, ge=1)  # below a second, unit numbers overflow
+    bandwidth_pages_per_unit: int = Field(100_000, ge=1, le=10**12)  # SQLite's integers
     discovery_share: float = Field(0.2, ge=0, le=1)
     min_interval_units: int = Field(1, ge=1)
     max_interval_units: int = Field(90, ge=1)

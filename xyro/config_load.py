@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import typing
 from collections.abc import Mapping, Sequence
@@ -346,8 +347,17 @@ class _Translator:
             hint = f"; write it in quotes ({json.dumps(plain, ensure_ascii=False)}) if you " \
                    "meant the text"
         elif kind.startswith(("int_", "float_")) and isinstance(value, str):
-            hint = "; write it without quotes" if looks_numeric(value) else ""
+            hint = ("; write it without quotes" if looks_numeric(value) else
+                    "; it must be a finite number" if _non_finite(value) else "")
         return f"{wants}, got {describe(value, plain)}{hint}"
+
+
+def _non_finite(text: str) -> bool:
+    """'inf', 'nan', 'Infinity'...: text Python reads as a number that no setting takes."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _field_annotation(path: KeyPath) -> Any:

@@ -15,6 +15,7 @@ errors.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,11 +200,12 @@ def parse_setting(text: str, kind: str) -> Any:
 
 
 def looks_numeric(text: str) -> bool:
+    """True for text that is a finite number once unquoted ('inf' and 'nan' are not)."""
     try:
-        float(text.replace("_", ""))
+        number = float(text.replace("_", ""))
     except ValueError:
         return False
-    return True
+    return math.isfinite(number)
 
 
 def format_number(value: Any) -> str:

@@ -46,6 +46,12 @@ FILE_CASES = [
      "crawler.politeness.robots_ttl_s", 3, "≤ 86400"),
     ("crawler:\n  politeness:\n    delay_s: .inf\n",
      "crawler.politeness.delay_s", 3, "finite number"),
+    ("refresh:\n  time_unit_s: inf\n", "refresh.time_unit_s", 2,
+     "must be a number, got 'inf'; it must be a finite number"),
+    ("ranking:\n  damping: nan\n", "ranking.damping", 2, "it must be a finite number"),
+    ("refresh:\n  time_unit_s: 1e-12\n", "refresh.time_unit_s", 2, "must be ≥ 1, got 1e-12"),
+    ("refresh:\n  bandwidth_pages_per_unit: 100000000000000000000\n",
+     "refresh.bandwidth_pages_per_unit", 2, "must be ≤ 1000000000000"),
     # wrong types
     ("crawler:\n  workers: \"8\"\n", "crawler.workers", 2, "whole number, got '8'; write it "
                                                          "without quotes"),

@@ -318,3 +318,18 @@ def test_database_compare_out_of_core_gives_the_same_figures(
     sliced = _json(_run(config, "rank", "--compare", "--json"))
     assert sliced["compared_pages"] == in_memory["compared_pages"] == 42
     assert sliced["inflow"]["l1"] == pytest.approx(in_memory["inflow"]["l1"], abs=1e-6)
+
+
+@pytest.mark.parametrize("arrays, words", [
+    ({"n": np.array([3, 4])}, "n must be one whole number"),
+    ({"n": np.array(3.5)}, "n must be one whole number"),
+    ({"n": np.array(-1)}, "n must be one whole number"),
+    ({"n": np.array(3), "xml": np.array([True])}, "xml must hold one flag per page (3)"),
+], ids=["n-vector", "n-float", "n-negative", "xml-length"])
+def test_malformed_edge_arrays_are_one_error_line(tmp_path: Path, arrays: dict,
+                                                  words: str) -> None:
+    path = tmp_path / "odd.npz"
+    np.savez(path, src=np.array([0, 1, 2]), dst=np.array([1, 2, 0]), **arrays)
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges", str(path))
+    assert result.exit_code == 1, result.output
+    assert words in result.stderr and "Traceback" not in result.stderr

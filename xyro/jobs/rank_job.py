@@ -298,9 +298,16 @@ def load_edge_list(path: Path | str) -> tuple[LinkGraph, np.ndarray]:
         missing = {"n", "src", "dst"} - set(data.files)
         if missing:
             raise ValueError(f"{path}: missing arrays {sorted(missing)}; need n, src, dst")
-        n = int(data["n"])
+        n_array = data["n"]
+        if n_array.shape != () or n_array.dtype.kind not in "iu" or int(n_array) < 0:
+            raise ValueError(f"{path}: n must be one whole number ≥ 0 (the page count), got "
+                             f"an array of shape {n_array.shape} and type {n_array.dtype}")
+        n = int(n_array)
         graph = LinkGraph.from_edges(data["src"], data["dst"], n)
         mask = data["xml"].astype(bool) if "xml" in data.files else np.zeros(n, dtype=bool)
+        if mask.shape != (n,):
+            raise ValueError(f"{path}: xml must hold one flag per page ({n}), got shape "
+                             f"{mask.shape}")
     return graph, mask
 
 
