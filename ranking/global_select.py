@@ -331,7 +331,8 @@ def top_candidates(view: DomainView, scores: np.ndarray, k: int) -> np.ndarray:
         pool = np.flatnonzero(scores >= cut - TIE_RELATIVE * abs(cut))
     ranked = pool[np.argsort(-scores[pool], kind="stable")]
     values = scores[ranked]
-    apart = values[:-1] - values[1:] > TIE_RELATIVE * np.abs(values[:-1])
+    with np.errstate(invalid="ignore"):  # -inf - -inf (two excluded candidates) is a tie
+        apart = values[:-1] - values[1:] > TIE_RELATIVE * np.abs(values[:-1])
     group = np.concatenate([[0], np.cumsum(apart)])
     ids = view.candidates[ranked]
     return ids[np.lexsort((tie_order(ids), group))[:k]]

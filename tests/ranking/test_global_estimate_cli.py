@@ -170,3 +170,20 @@ def test_database_mode_without_in_scope_pages_is_a_clear_error(
                   "--global-estimate")
     assert result.exit_code == 1
     assert "holds no fetched page inside the configured scope" in result.output
+
+
+def test_an_exact_estimate_is_strict_json(tmp_path: Path) -> None:
+    """A domain that is the whole graph: local PageRank is already global, the L1 errors are
+    0, and the report stays valid JSON (no bare Infinity for the gain)."""
+    path = tmp_path / "ring.npz"
+    np.savez(path, n=np.array(4), src=np.array([0, 1, 2, 3]), dst=np.array([1, 2, 3, 0]))
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "--global-estimate", "--edges",
+                  str(path), "--local", "0:4", "--json")
+    assert result.exit_code == 0, result.output
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"{token} is not JSON")
+
+    report = json.loads(result.stdout, parse_constant=refuse)
+    assert report["local_pr"]["l1"] == pytest.approx(0, abs=1e-12)
+    assert report["gain_l1"] is None

@@ -3,6 +3,8 @@ complement built explicitly, dense, from the global graph's links, on small rand
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -199,6 +201,12 @@ def test_top_candidates_best_first_and_ties_by_a_fixed_order_of_ids() -> None:
     assert list(top_candidates(view, np.array([4.0, 3.0, 2.0, 1.0]), 3)) == [3, 5, 7]
     with pytest.raises(ValueError, match="3 scores for 4 candidates"):
         top_candidates(view, np.zeros(3), 1)
+    excluded = np.array([-np.inf, 2.0, -np.inf, -np.inf])  # candidates a caller rules out
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = list(top_candidates(view, excluded, 4))
+    assert chosen[0] == 5 and chosen[1:] == sorted(
+        [3, 7, 9], key=lambda page: tie_order(np.array([page]))[0])
 
 
 def test_ties_do_not_follow_the_numbering_of_pages() -> None:

@@ -21,7 +21,6 @@ rounds and out-degree default to its ``ranking.global_estimate``.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,8 +102,10 @@ def estimate_edges(path: Path, local: tuple[int, int], options: GlobalOptions,
         "local_pr": first.metrics, "estimate": last.metrics}
     if last.extra >= n:
         report["estimate_after_n_extra"] = result.at_extra(n).metrics
+    # None when the estimate is exact: JSON has no infinity (json.dumps would write a bare
+    # Infinity that strict parsers refuse)
     report["gain_l1"] = (first.metrics["l1"] / last.metrics["l1"]
-                         if last.metrics["l1"] > 0 else math.inf)
+                         if last.metrics["l1"] > 0 else None)
     report["top_pages"] = [{"id": start + int(i), "estimate": float(result.estimate[i]),
                             "global": float(reference[i] / reference.sum())}
                            for i in np.argsort(-result.estimate, kind="stable")[:TOP_PAGES]]
