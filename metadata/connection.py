@@ -140,24 +140,38 @@ def connect_read_only(path: Path, *, cache_mb: int = 64, busy_timeout_s: float =
     """A reading connection and, when it had to be opened ``immutable`` (module docstring),
     the warning to log before reading through it (None otherwise).
 
-    The fallback is taken only when SQLite says it cannot create the ``-shm`` file
-    (``SQLITE_READONLY_DIRECTORY``) and neither WAL file exists: then the main file holds
-    every committed transaction and no writer had the file open when we looked.
+    The fallback is taken only when SQLite cannot create the ``-shm`` file (it says
+    ``SQLITE_READONLY_DIRECTORY``, or ``SQLITE_CANTOPEN`` on a read-only file system, where
+    the folder is not writable for anyone) and neither WAL file exists: then the main file
+    holds every committed transaction and no writer had the file open when we looked.
     """
     try:
         return _connect_reader(path, cache_mb, busy_timeout_s, immutable=False), None
     except StoreAccessError as exc:
-        cause = exc.__cause__
-        if (getattr(cause, "sqlite_errorname", None) != "SQLITE_READONLY_DIRECTORY"
-                or any(os.path.exists(p) for p in sidecars(path))):
+        name = getattr(exc.__cause__, "sqlite_errorname", None)
+        no_shm = name == "SQLITE_READONLY_DIRECTORY" or (
+            name == "SQLITE_CANTOPEN" and read_only_file_system(path.parent))
+        if not no_shm or any(os.path.exists(p) for p in sidecars(path)):
             raise
     conn = _connect_reader(path, cache_mb, busy_timeout_s, immutable=True)
     return conn, immutable_warning(path)
 
 
+def read_only_file_system(folder: Path) -> bool:
+    """True if ``folder`` is on a file system mounted read-only."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def immutable_warning(path: Path) -> str:
     """What reading ``path`` with ``immutable=1`` means, and how to avoid it: one line."""
     me, folder = user_name(), path.parent
+    if read_only_file_system(folder):
+        return (f"reading {path} as immutable: its folder {folder} is on a read-only file "
+                "system, so no -shm file can be made and none exists; no process can write "
+                "the database there either, so what is read is what was last committed")
     owner, described = owner_of(folder) or ("its owner", "")
     return (f"reading {path} as immutable: user {me} cannot create its -shm file in folder "
             f"{folder} ({described}) and none exists; this is safe only while no process "

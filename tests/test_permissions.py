@@ -455,3 +455,28 @@ def test_numba_cache_folder_choice(tmp_path: Path) -> None:
     home = {"XDG_CACHE_HOME": "relative/ignored", "HOME": str(tmp_path / "home")}
     assert numba_cache.configure(home) == tmp_path / "home" / ".cache" / "xyro" / "numba"
     assert (tmp_path / "home" / ".cache" / "xyro" / "numba").is_dir()
+
+
+def test_read_only_commands_on_a_read_only_file_system(template: Path, world: Path) -> None:
+    """A cleanly stopped store on a read-only mount: SQLite cannot make the -shm file (it
+    says SQLITE_CANTOPEN there), so the store is read immutable, with a warning saying why."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m (a private mount namespace) is not permitted here")
+    db, warehouse = read_only_copy(template, world)
+    mount = world / "ro"
+    mount.mkdir()
+    ro_db, ro_warehouse = mount / "xyro.db", mount / "warehouse"
+    opts = " ".join(storage(ro_db, ro_warehouse))
+    script = (f"mount --bind {db.parent} {mount} && mount -o remount,bind,ro {mount} || "
+              f"exit 77\n{XYRO} {opts} status --json > {world}/status.json || exit $?\n"
+              f"{XYRO} {opts} documents --json > {world}/documents.json")
+    run = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=world, env=_env(str(world)),
+                         capture_output=True, text=True, timeout=180)
+    if run.returncode == 77:
+        pytest.skip(f"cannot make a read-only bind mount here: {run.stderr.strip()}")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert json.loads((world / "status.json").read_text())["urls"] == 2
+    documents = json.loads((world / "documents.json").read_text())["documents"]
+    assert [d["url"] for d in documents] == [DOC]
+    warnings = [line for line in run.stderr.splitlines() if "immutable" in line]
+    assert len(warnings) == 2 and all("read-only file system" in w for w in warnings)
