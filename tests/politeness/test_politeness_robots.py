@@ -162,3 +162,7 @@ def test_query_rules_hold_after_canonical_sorting(robots: RobotsCache,
         assert robots.verdict(url) == "disallowed", url
     assert robots.allowed(canonicalize("/?post_type=product&page=2", base=O + "/"))
     assert robots.allowed(O + "/search")
+    assert robots.state(O).query_rules
+    robots.store(O, 200, b"User-agent: *\nDisallow: /private/\n", clock.now())
+    assert not robots.state(O).query_rules  # one check per URL: no order matters here
+    assert robots.allowed(O + "/?a=1&b=2") and not robots.allowed(O + "/private/x?b=1&a=2")

@@ -55,6 +55,7 @@ class RobotsState:
     kind: StateKind
     rules: Protego | None = None
     until: float = 0.0
+    query_rules: bool = False  # rules may tell query orders apart (:func:`query_orders`)
 
 
 NEEDS_FETCH = RobotsState("needs_fetch")
@@ -152,7 +153,8 @@ class RobotsCache:
         if st.rules is None:
             return "allowed"
         with self._lock:  # protego caches matches in dicts: keep it single-threaded
-            ok = all(st.rules.can_fetch(u, self.token) for u in query_orders(url))
+            urls = query_orders(url) if st.query_rules else (url,)
+            ok = all(st.rules.can_fetch(u, self.token) for u in urls)
         return "allowed" if ok else "disallowed"
 
     def allowed(self, url: str, now: float | None = None, origin: str | None = None) -> bool:
@@ -184,7 +186,10 @@ class RobotsCache:
         """
         if status is not None and 200 <= status < 300:
             rules, delay, sitemaps = self._parse(origin, body or b"")
-            entry = _Entry(RobotsState("allowed", rules), fetched_at + self.ttl_s, delay, sitemaps)
+            # a rule with none of ? & = $ matches the same whatever the order of a query
+            query = any(mark in (body or b"") for mark in (b"?", b"&", b"=", b"$"))
+            entry = _Entry(RobotsState("allowed", rules, query_rules=query),
+                           fetched_at + self.ttl_s, delay, sitemaps)
         elif status is not None and 300 <= status < 500 and status != 429:
             entry = _Entry(RobotsState("allowed", None), fetched_at + self.ttl_s, 0.0, [])
         else:
