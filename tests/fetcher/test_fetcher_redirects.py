@@ -156,7 +156,8 @@ def test_relative_and_absolute_locations_resolve_against_the_current_url(
 def _raw(head: bytes) -> Any:
     """A response written byte for byte: header values http.client will decode as Latin-1."""
     def route(h: BaseHTTPRequestHandler) -> None:
-        h.wfile.write(head + b"Content-Length: 0\r\n\r\n")
+        # Connection: close, or the client may send the next hop on this closed connection
+        h.wfile.write(head + b"Content-Length: 0\r\nConnection: close\r\n\r\n")
         h.close_connection = True
     return route
 
