@@ -327,14 +327,15 @@ def test_real_process_exports_bytes(site: dict[str, object], tmp_path: Path) -> 
 
 def test_export_never_overwrites_the_database_or_the_warehouse(site: dict[str, object],
                                                               tmp_path: Path) -> None:
-    db = Path(site["db"])  # type: ignore[arg-type]
+    db, warehouse = Path(str(site["db"])), Path(str(site["warehouse"]))
     before = db.read_bytes()
-    blob = next(p for p in Path(site["warehouse"]).rglob("*") if p.is_file())  # type: ignore[arg-type]
+    blob = next(p for p in warehouse.rglob("*") if p.is_file())
     alias = tmp_path / "alias.db"
     alias.hardlink_to(db)
-    for target in (db, Path(f"{db}-wal"), alias, blob, Path(site["warehouse"]) / "new.xml"):  # type: ignore[arg-type]
+    for target in (db, Path(f"{db}-wal"), alias, blob, warehouse / "new.xml"):
         result = run(site, "export", DOC_A, "-o", str(target))
         assert result.exit_code == 2, (target, result.stderr)
         assert "would destroy stored data" in result.stderr and "Traceback" not in result.stderr
     assert db.read_bytes() == before
-    assert run(site, "export", DOC_A).stdout_bytes == site["bodies"][(DOC_A, 3)]  # type: ignore[index]
+    bodies = site["bodies"]
+    assert run(site, "export", DOC_A).stdout_bytes == bodies[(DOC_A, 3)]  # type: ignore[index]

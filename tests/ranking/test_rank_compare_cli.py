@@ -333,3 +333,11 @@ def test_malformed_edge_arrays_are_one_error_line(tmp_path: Path, arrays: dict,
     result = _run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges", str(path))
     assert result.exit_code == 1, result.output
     assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_edge_file_too_large_for_memory_is_one_error_line(tmp_path: Path) -> None:
+    path = tmp_path / "huge.npz"
+    np.savez(path, n=np.array(10**13), src=np.array([0]), dst=np.array([1]))
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges", str(path))
+    assert result.exit_code == 1, result.output
+    assert "not enough memory" in result.stderr and "Traceback" not in result.stderr

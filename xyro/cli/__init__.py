@@ -383,6 +383,10 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
     except ValueError as exc:
         verb = "compare" if compare else "rank"
         raise XyroError(f"cannot {verb} {edges or app.database_path}: {exc}") from None
+    except MemoryError:
+        raise XyroError(f"not enough memory to rank {edges or app.database_path}: its page "
+                        "count needs more than this machine has; for the stored graph lower "
+                        "ranking.memory_budget_mb (out of core) or set ranking.cluster") from None
     click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
 
 
