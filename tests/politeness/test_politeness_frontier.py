@@ -374,3 +374,32 @@ def test_servable_counts_what_each_hosts_politeness_lets_start_before_a_time(
     clock.set(t0 + 100)
     assert len(drain(frontier, clock)) == 5 + 2 + 1  # the DISCOVERY page too
     assert frontier.servable(REFRESH, clock.now() + 1000, cap=100) == 0
+
+
+def test_two_origins_of_one_host_each_get_their_crawl_delay(
+        frontier: Frontier, robots: RobotsCache, clock: ManualClock) -> None:
+    """http://h:8080 and https://h:8080 are one politeness host with two robots.txt: the
+    https one asks no Crawl-delay, the http one 10 s. A fetch of the http origin waits its
+    10 s after the host's last request, whichever origin that was, and nothing raises."""
+    bodies = {"http://h.test:8080": b"User-agent: *\nCrawl-delay: 10\n",
+              "https://h.test:8080": b"User-agent: *\nAllow: /\n"}
+    for url in ("http://h.test:8080/a1", "https://h.test:8080/b1", "http://h.test:8080/a2",
+                "https://h.test:8080/b2"):
+        frontier.push(url, URGENT)
+    starts: list[tuple[float, str]] = []
+    while (ready := frontier.next_ready_time()) is not None:
+        clock.set(max(ready, clock.now()))
+        item = frontier.pop(clock.now())
+        if item is None:
+            continue
+        starts.append((clock.now(), item.url))
+        clock.advance(0.1)
+        if item.kind == "robots":
+            robots.store(item.origin, 200, bodies[item.origin], clock.now())
+        frontier.done(item, now=clock.now())
+    fetched = [url for _, url in starts if not url.endswith("robots.txt")]
+    assert sorted(fetched) == sorted(["http://h.test:8080/a1", "https://h.test:8080/b1",
+                                      "http://h.test:8080/a2", "https://h.test:8080/b2"])
+    for (before, _), (at, url) in zip(starts, starts[1:]):
+        delay = 10.0 if url.startswith("http:") and not url.endswith("robots.txt") else 1.0
+        assert at - before >= delay - 1e-9, (url, at - before)

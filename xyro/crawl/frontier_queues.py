@@ -260,12 +260,21 @@ class FrontierQueues:
         if state.kind == "disallow_all":
             self.hosts.defer(host, state.until)
             return None
+        allowed = self.robots.allowed(item.url, now, origin=item.origin)
+        if allowed:
+            # One host (host:port) may serve two origins (http and https) with different
+            # Crawl-delays: this item's may put the host's next start later than the one
+            # that made it ready. Then it waits, still queued (unless the rules are off,
+            # as the tests that prove their checks would catch a violation switch them).
+            ready_at = self.hosts.set_crawl_delay(host, self.robots.crawl_delay(item.origin))
+            if ready_at > now and self.hosts.enforce:
+                self.hosts.defer(host, ready_at)
+                return None
         self._dequeue(slot, item)
         self._open[item.url] = self._open.get(item.url, 0) + 1
-        if not self.robots.allowed(item.url, now, origin=item.origin):
+        if not allowed:
             self._after_take(host, slot, ready=True)
             return replace(item, kind="disallowed")
-        self.hosts.set_crawl_delay(host, self.robots.crawl_delay(item.origin))
         self.hosts.start(host, now)
         self._in_progress[item.url] = item
         self._after_take(host, slot, ready=False)

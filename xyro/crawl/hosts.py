@@ -257,8 +257,9 @@ class HostScheduler:
             if self._waitable(st):
                 self._schedule(host, st, st.next_ok if self.enforce else until)
 
-    def set_crawl_delay(self, host: str, seconds: float) -> None:
-        """The host's robots.txt Crawl-delay (already capped by the robots cache)."""
+    def set_crawl_delay(self, host: str, seconds: float) -> float:
+        """The host's robots.txt Crawl-delay (already capped by the robots cache); returns
+        the host's next allowed start, which a longer delay may have put later."""
         with self._lock:
             st = self._get(host)
             st.crawl_delay = max(0.0, float(seconds))
@@ -267,6 +268,7 @@ class HostScheduler:
                 st.next_ok = nxt
                 if st.token >= 0 and self.enforce:
                     self._schedule(host, st, nxt)
+            return st.next_ok
 
     # -- inspection -------------------------------------------------------------------
 
