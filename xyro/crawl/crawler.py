@@ -399,6 +399,11 @@ class Crawler:
 
     def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
         now = self.clock.now()
+        if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
+            # Cut short by a stop: no answer, so the origin's URLs stay queued (draining them
+            # as unreachable would record them as errors and drop them from the frontier).
+            self.frontier.done(item, now=now, started_at=result.started_at)
+            return
         status = result.status if result.error_kind in ROBOTS_ANSWERS else None
         self.frontier.robots.store(item.origin, status, result.body, now)
         if status is not None and status < 300:
