@@ -28,3 +28,12 @@ def test_extra_pages_have_the_config_keys_bound(tmp_path) -> None:
     result = CliRunner().invoke(cli, ["--set", f"storage.database={tmp_path / 'x.db'}", "rank",
                                       "--global-estimate", "--extra", "101"])
     assert result.exit_code == 2 and "101" in result.output
+
+
+def test_seeds_may_not_take_the_loaders_level(tmp_path) -> None:
+    """Level 0 holds the loader's DTDs and entities, which pass outside the scope and the
+    bandwidth G; a seed there was restored as one of them at the next start."""
+    result = CliRunner().invoke(cli, ["--set", f"storage.database={tmp_path / 'x.db'}", "seed",
+                                      "--priority", "0", "http://example.org/secret/a"])
+    assert result.exit_code == 2 and "0 is not in the range 1<=x<=4" in result.output
+    assert not (tmp_path / "x.db").exists()

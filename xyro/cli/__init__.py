@@ -99,8 +99,9 @@ def init(ctx: click.Context) -> None:
 
 @cli.command()
 @click.argument("urls", nargs=-1, required=True)
-@click.option("--priority", type=click.IntRange(0, 4), default=SEED_PRIORITY, show_default=True,
-              help="Frontier priority (0 highest … 4 background discovery).")
+@click.option("--priority", type=click.IntRange(1, 4), default=SEED_PRIORITY, show_default=True,
+              help="Frontier priority (1 urgent … 4 background discovery; 0 is the loader's "
+                   "DTDs and entities, outside scope and bandwidth).")
 @click.pass_context
 def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
     """Add start URLs to the persisted frontier."""
