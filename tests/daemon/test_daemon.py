@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from metadata import MetadataStore
 from xyro.clock import WallClock
 from xyro.service.sdnotify import Notifier
@@ -132,3 +134,26 @@ def test_notifier_sends_to_an_abstract_socket() -> None:
     assert Notifier(address="@" + name).notify(status="hello", ready=1)
     assert sock.recv(100) == b"STATUS=hello\nREADY=1"
     sock.close()
+
+
+def test_a_second_reload_offers_only_what_it_adds(tmp_path: Path,
+                                                  capfd: pytest.CaptureFixture[str]) -> None:
+    """Each SIGHUP compares with the last reload for seeds and sitemaps (a seed added by the
+    first is not offered again by the second), and with the start for restart-only keys."""
+    from xyro.app import App
+    from xyro.config_load import load_config
+    from xyro.service.daemon import Daemon
+
+    base = [f"storage.database={tmp_path / 'x.db'}", "seeds=[\"http://a.example/\"]"]
+    daemon = Daemon(App(load_config(None, {}, base)), Notifier(""))
+    offered: list[list[str]] = []
+    daemon._add_seeds = (  # type: ignore[method-assign]
+        lambda seeds: offered.append(list(seeds)) or 0)
+    more = [*base[:1], "seeds=[\"http://a.example/\", \"http://b.example/\"]",
+            "crawler.workers=3"]
+    daemon._apply(load_config(None, {}, more))
+    daemon._apply(load_config(None, {}, more))
+    assert offered == [["http://b.example/"], []]
+    err = capfd.readouterr().err.splitlines()
+    restarts = [line for line in err if "restart to apply" in line]
+    assert len(restarts) == 2 and all(line.endswith("apply: crawler") for line in restarts)

@@ -69,6 +69,7 @@ class Daemon:
         self.app = app
         self.notifier = notifier
         self._reload_config = reload_config
+        self._applied = app.config  # seeds, sitemaps and log as of the last reload
         self.stop = threading.Event()
         self._reload = threading.Event()
         self._parts: CrawlParts | None = None
@@ -324,14 +325,18 @@ class Daemon:
         self.notifier.ready("configuration reloaded")
 
     def _apply(self, new: XyroConfig) -> None:
-        old = self.app.config
+        """Seeds, sitemaps and log level take effect now (new ones: against the last reload,
+        so a second SIGHUP does not offer them again); other sections changed since the
+        start are named for a restart."""
+        old, running = self._applied, self.app.config
         setup_logging(new.log.level, new.log.format)
         added = self._add_seeds(s for s in new.seeds if s not in old.seeds)
         if self._parts is not None:
             added += queue_sitemaps(self._parts.crawler,
                                     [s for s in new.sitemaps if s not in old.sitemaps])
-        changed = [k for k in type(new).model_fields
-                   if k not in ("seeds", "sitemaps", "log") and getattr(new, k) != getattr(old, k)]
+        self._applied = new
+        changed = [k for k in type(new).model_fields if k not in ("seeds", "sitemaps", "log")
+                   and getattr(new, k) != getattr(running, k)]
         log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
                  f"; restart to apply: {', '.join(changed)}" if changed else "")
 
