@@ -69,6 +69,23 @@ def test_rewrite_system_longest_prefix_and_system_suffix(tmp_path: Path, dtd: Pa
     assert _path(catalogs, "http://anywhere.example/v1/doc.dtd", None) == str(dtd)
 
 
+@pytest.mark.parametrize("climb", ["../secret.txt", "%2e%2e/secret.txt", "deep/%2E%2E/%2e%2e/"
+                                   "secret.txt", "deep/../../secret.txt", "./%2e%2e/secret.txt"])
+def test_a_rewritten_system_id_never_climbs_out_of_the_rewrite_folder(
+        tmp_path: Path, climb: str) -> None:
+    """Only files a catalog names, or files below a folder it names, are ever opened: a web
+    document's entity must not reach /etc or a secret through a rewriteSystem prefix."""
+    (tmp_path / "mirror" / "deep").mkdir(parents=True)
+    (tmp_path / "mirror" / "deep" / "a.dtd").write_bytes(DTD)
+    (tmp_path / "secret.txt").write_text("s3cr3t")
+    cat = _catalog(tmp_path / "c.xml", (
+        '<rewriteSystem systemIdStartString="http://w3.example/TR/" rewritePrefix="mirror/"/>'))
+    catalogs = Catalogs((str(cat),))
+    assert catalogs.resolve("http://w3.example/TR/" + climb, None) is None
+    assert _path(catalogs, "http://w3.example/TR/deep/a.dtd", None) == str(
+        tmp_path / "mirror" / "deep" / "a.dtd")
+
+
 def test_delegation_consults_only_the_delegated_catalogs(tmp_path: Path, dtd: Path) -> None:
     _catalog(tmp_path / "long.xml", f'<public publicId="-//X//DTD Doc//EN" uri="{dtd.as_uri()}"/>')
     _catalog(tmp_path / "short.xml", "")

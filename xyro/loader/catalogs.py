@@ -325,11 +325,18 @@ def _system_match(cat: CatalogFile, system: str) -> str | None:
     if exact is not None:
         return exact
     prefixes = [(len(p), rewrite + system[len(p):]) for p, rewrite in cat.rewrite_system
-                if system.startswith(p)]
+                if system.startswith(p) and _stays_below(system[len(p):])]
     if prefixes:
         return max(prefixes)[1]
     suffixes = [(len(s), uri) for s, uri in cat.system_suffix if system.endswith(s)]
     return max(suffixes)[1] if suffixes else None
+
+
+def _stays_below(rest: str) -> bool:
+    """False if the part of a system id after a ``rewriteSystem`` prefix climbs out of the
+    rewrite's folder (a ``..`` segment, percent-encoded or not): only files a catalog names,
+    or files below a folder it names, are ever opened (DESIGN.md §7)."""
+    return not any(seg in ("..", ".") for seg in unquote(rest).replace("\\", "/").split("/"))
 
 
 def _delegates(entries: list[tuple[str, str]], identifier: str) -> list[str]:
