@@ -49,10 +49,10 @@ SNIFF_BYTES = 1024
 
 Kind = Literal["sitemap", "feed"]
 
-# The first element after an optional BOM, XML declaration, comments, PIs and DOCTYPE.
-_FIRST_ELEMENT = re.compile(
-    rb"(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)*"
-    rb"<(?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)", re.DOTALL)
+# The name of an element's start tag (prefix dropped), matched where the prolog ends.
+_START_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)")
+# What may come before the first element, and the bytes that close it.
+_PROLOG_PARTS = ((b"<?", b"?>"), (b"<!--", b"-->"))
 _KINDS: dict[bytes, Kind] = {b"urlset": "sitemap", b"sitemapindex": "sitemap",
                              b"rss": "feed", b"RDF": "feed", b"feed": "feed"}
 
@@ -62,8 +62,46 @@ def sniff_publication(body: bytes) -> Kind | None:
     ``sitemapindex``) or a feed's (``rss``, ``rdf:RDF``, ``feed``), else None. Cheap: a
     regular expression over the first :data:`SNIFF_BYTES` bytes (the parsers check the
     namespaces)."""
-    match = _FIRST_ELEMENT.match(body[:SNIFF_BYTES])
-    return None if match is None else _KINDS.get(match.group(1))
+    name = first_element(body[:SNIFF_BYTES])
+    return None if name is None else _KINDS.get(name)
+
+
+def first_element(head: bytes) -> bytes | None:
+    """The local name of the first element of ``head``, after an optional BOM, the XML
+    declaration, comments, PIs and a DOCTYPE; None if ``head`` ends first. One pass, each
+    byte looked at a bounded number of times (a regular expression with a repeated group
+    backtracked exponentially on runs of blanks)."""
+    at = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    while at < len(head):
+        if head[at:at + 1].isspace():
+            at += 1
+            continue
+        for opener, closer in _PROLOG_PARTS:
+            if head.startswith(opener, at):
+                end = head.find(closer, at + len(opener))
+                if end < 0:
+                    return None
+                at = end + len(closer)
+                break
+        else:
+            if head.startswith(b"<!DOCTYPE", at):
+                at = _after_doctype(head, at)
+                if at < 0:
+                    return None
+                continue
+            match = _START_TAG.match(head, at)
+            return match.group(1) if match else None
+    return None
+
+
+def _after_doctype(head: bytes, at: int) -> int:
+    """Where the DOCTYPE starting at ``at`` ends (its internal subset ``[...]`` included),
+    or -1 if ``head`` ends first."""
+    close, bracket = head.find(b">", at), head.find(b"[", at)
+    if 0 <= bracket < close:  # an internal subset: its end, then the closing '>'
+        end = head.find(b"]", bracket)
+        close = head.find(b">", end) if end >= 0 else -1
+    return close + 1 if close >= 0 else -1
 
 
 @dataclass(frozen=True, slots=True)
