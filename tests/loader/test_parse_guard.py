@@ -9,10 +9,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
 from xyro.content.html_links import extract_links
 from xyro.content.parse_guard import ParseGuard, PARSES
 from xyro.loader.cache import EntityCache
 from xyro.loader.document import load_document
+from xyro.loader.parser import may_load_externals
 
 HTML = b"<html><body><a href='/x'>x</a></body></html>"
 HELD_S = 0.3  # how long a parse that must wait is seen still waiting
@@ -104,3 +107,22 @@ def test_the_exclusive_thread_may_parse_again_inside() -> None:
     assert not thread.is_alive() and inner == ["shared", "exclusive"]
     with guard.exclusive():  # released: usable again
         pass
+
+
+@pytest.mark.parametrize("body, exclusive", [
+    (b'<?xml version="1.0" encoding="UTF-7"?>\n+ADwAIQ-DOCTYPE r SYSTEM "file:///etc/x">', True),
+    (b"<?xml version='1.0' encoding='ebcdic-cp-us'?><r/>", True),
+    (b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-7"?><r/>', True),
+    (b"\xff\xfe<\x00r\x00/\x00>\x00", True),
+    (b'<?xml version="1.0" encoding="UTF-8"?><!DOCTYPE r><r/>', True),
+    (b'<?xml version="1.0" encoding="ISO-8859-1"?><r/>', False),
+    (b"<?xml version='1.0' encoding='windows-1252'?><r/>", False),
+    (b'<?xml version="1.0"?><r>&lt;!DOCTYPE in text is escaped</r>', False),
+    (b"<r/>", False),
+])
+def test_only_bodies_that_certainly_have_no_doctype_parse_shared(body: bytes,
+                                                                  exclusive: bool) -> None:
+    """libxml2 reads a UTF-7 DOCTYPE ("+ADwAIQ-DOCTYPE") and loads its externals: such a
+    parse must hold the exclusive lock, or a concurrent HTML parse can put libxml2's own
+    entity loader back mid-parse and a file: entity is read from disk."""
+    assert may_load_externals(body) is exclusive

@@ -24,18 +24,32 @@ since libxml2's entity loader is process-global: :mod:`xyro.content.parse_guard`
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from xyro.loader.resolver import CacheResolver
+
+_ENCODING_DECL = re.compile(
+    rb"(?:\xef\xbb\xbf)?\s*<\?xml\b[^>]*?\bencoding\s*=\s*[\"']([^\"']*)[\"']")
+# Encodings in which every ASCII character is its own byte, so "<!DOCTYPE" is found as such.
+_ASCII_COMPATIBLE = re.compile(
+    rb"utf-?8|(us-)?ascii|iso[-_]?8859[-_]\d+|latin-?\d|(windows|cp)-?12\d\d|koi8-[ru]|"
+    rb"shift[-_]jis|euc-(jp|kr)|gb2312|gbk|gb18030|big5")
 
 
 def may_load_externals(body: bytes) -> bool:
     """False only when ``body`` certainly has no DOCTYPE (ASCII-compatible, no "<!DOCTYPE").
 
-    UTF-16/32 bodies (a BOM or NUL bytes up front) are assumed to have one.
+    UTF-16/32 bodies (a BOM or NUL bytes up front) are assumed to have one, and so are
+    bodies whose XML declaration names an encoding that may spell "<!DOCTYPE" in other
+    bytes (UTF-7 writes it "+ADwAIQ-DOCTYPE"): only the ASCII-compatible ones are trusted.
     """
     head = body[:4]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        return True
+    declared = _ENCODING_DECL.match(body[:200])
+    if declared is not None and not _ASCII_COMPATIBLE.fullmatch(declared.group(1).lower()):
         return True
     return b"<!DOCTYPE" in body
 
