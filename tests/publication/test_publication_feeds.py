@@ -83,6 +83,16 @@ def test_rss1_rdf() -> None:
     assert len(parsed.errors) == 1 and "'not a date'" in parsed.errors[0]
 
 
+def test_an_xml_base_that_is_no_url_skips_only_its_item() -> None:
+    body = b"""<rss version="2.0"><channel>
+  <item xml:base="http://[oops/"><link>relative.html</link></item>
+  <item><link>http://example.org/good.html</link></item>
+</channel></rss>"""
+    parsed = parse_feed(body, FEED_URL)
+    assert [e.url for e in parsed.entries] == ["http://example.org/good.html"]
+    assert any("xml:base that is not a URL; item skipped" in e for e in parsed.errors)
+
+
 def test_atom_links_rel_and_nested_xml_base() -> None:
     body = b"""<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom" xml:base="http://example.org/blog/">

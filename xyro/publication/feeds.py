@@ -166,8 +166,12 @@ def _date(elem: etree._Element, candidates: tuple[tuple[str, str, Callable[[str]
     return None
 
 
-def _url(raw: str | None, base: str, line: int | None, what: str,
+def _url(raw: str | None, base: str | None, line: int | None, what: str,
          notes: ErrorNotes) -> str | None:
+    if base is None:
+        notes.add(f"line {line}: {what} lies under an xml:base that is not a URL; item "
+                  "skipped")
+        return None
     url = canonicalize(raw, base=base) if raw else None
     if url is None:
         notes.add(f"line {line}: {what} {raw!r} is not an http(s) URL; item skipped"
@@ -239,12 +243,16 @@ def _atom(root: etree._Element, base: str, max_entries: int, notes: ErrorNotes) 
     return FeedParse("atom", tuple(entries), updated, notes.final())
 
 
-def _xml_base(elem: etree._Element, base: str) -> str:
+def _xml_base(elem: etree._Element, base: str) -> str | None:
     """The base URI in effect at ``elem``: ``base`` with every ``xml:base`` from the root
-    down to ``elem`` applied in turn (XML Base §4.2: each resolved against its parent's)."""
+    down to ``elem`` applied in turn (XML Base §4.2: each resolved against its parent's);
+    None when one of them is no URL (``http://[oops/``)."""
     chain = [e.get(_XML_BASE) for e in (elem, *elem.iterancestors())]
     current = base
     for value in reversed(chain):
         if value is not None:
-            current = urljoin(current, value.strip())
+            try:
+                current = urljoin(current, value.strip())
+            except ValueError:
+                return None
     return current
