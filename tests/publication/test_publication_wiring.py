@@ -129,6 +129,27 @@ def test_robots_sitemap_lines_enter_as_publication_sources(clock: ManualClock) -
     assert channel.offer_robots(frontier, "http://a.example").known == 2
 
 
+def test_a_sitemap_announced_by_robots_txt_may_list_that_sites_urls(
+        clock: ManualClock) -> None:
+    """sitemaps.org cross submits: a.example's robots.txt names a sitemap kept on
+    b.example, which lists a.example's pages; an unannounced one may not."""
+    frontier = _frontier(clock)
+    channel = PublicationChannel()
+    frontier.robots.store("http://a.example", 200,
+                          b"User-agent: *\nSitemap: http://b.example/a-sitemap.xml\n", T0)
+    channel.offer_robots(frontier, "http://a.example")
+    listing = (f'<urlset xmlns="{SM}"><url><loc>http://a.example/p1</loc></url>'
+               '<url><loc>http://c.example/p2</loc></url></urlset>').encode()
+    announced = channel.announced_by("http://b.example/a-sitemap.xml")
+    assert announced == ("http://a.example/",)
+    read = read_publication(listing, "http://b.example/a-sitemap.xml", "sitemap", announced)
+    assert read is not None and read.pages == (("http://a.example/p1", None),)
+    assert read.errors == 1  # c.example is neither b.example nor an announcer
+    plain = read_publication(listing, "http://b.example/other.xml", "sitemap",
+                             channel.announced_by("http://b.example/other.xml"))
+    assert plain is not None and plain.pages == ()
+
+
 def test_sources_outside_the_scope_are_refused_and_not_remembered(clock: ManualClock) -> None:
     frontier = _frontier(clock, Scope(denied_domains=["b.example"]))
     channel = PublicationChannel()

@@ -338,7 +338,8 @@ class Crawler:
         if loader is not None and outcome.page_type == PageType.DTD:
             return _Done(item, result, outcome, version=loader.store_entity(item.url, result),
                          prior=prior)
-        publication = _publication(item, result, outcome)
+        publication = _publication(item, result, outcome,
+                                   self.publication.announced_by(item.url))
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
             loaded = loader.load(item.url, result)
             if loaded.outcome is None:
@@ -544,13 +545,14 @@ class Crawler:
             self._needs.expire(self.clock.now())
 
 
-def _publication(item: FrontierItem, result: FetchResult,
-                 outcome: PageOutcome) -> Publication | None:
-    """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff is a
-    regular expression over its first bytes, the parse bounded; paper 003 §3)."""
+def _publication(item: FrontierItem, result: FetchResult, outcome: PageOutcome,
+                 announced_by: tuple[str, ...] = ()) -> Publication | None:
+    """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff reads
+    its first bytes, the parse is bounded; paper 003 §3). ``announced_by``: the origins
+    whose robots.txt named it, whose URLs a sitemap may list."""
     if outcome.page_type != PageType.XML or result.not_modified or not result.body:
         return None
     kind = sniff_publication(result.body)
     if kind is None:
         return None
-    return read_publication(result.body, result.final_url or item.url, kind)
+    return read_publication(result.body, result.final_url or item.url, kind, announced_by)

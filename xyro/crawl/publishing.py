@@ -114,17 +114,19 @@ class Publication:
     errors: int = 0
 
 
-def read_publication(body: bytes, url: str, kind: Kind) -> Publication | None:
+def read_publication(body: bytes, url: str, kind: Kind,
+                     also_allowed: tuple[str, ...] = ()) -> Publication | None:
     """Parse ``body`` (fetched from ``url``, the final URL) as ``kind``; None when it is not
     one after all. Pure and bounded (the parsers cap entries and bytes); for fetch workers.
 
     Sitemaps may list any URL of their own host ("host" location rule): a site that keeps
     its sitemaps in a folder of their own usually lists its whole site, and the crawl scope
-    still applies to every listed URL.
+    still applies to every listed URL. ``also_allowed``: the origins whose robots.txt
+    announced the sitemap (:meth:`PublicationChannel.announced_by`), whose URLs it may list.
     """
     try:
         if kind == "sitemap":
-            parsed = parse_sitemap(body, url, location="host")
+            parsed = parse_sitemap(body, url, location="host", also_allowed=also_allowed)
             entries = tuple((e.url, e.lastmod) for e in parsed.entries)
             if parsed.kind == "index":
                 return Publication(kind, sitemaps=tuple(u for u, _ in entries),
@@ -147,6 +149,7 @@ class PublicationChannel:
     def __init__(self, dates: PublishedDates | None = None) -> None:
         self.dates = dates or PublishedDates()
         self._sources: dict[str, int] = {}  # url → link depth
+        self._announced: dict[str, set[str]] = {}  # sitemap url → origins whose robots.txt
         self._reads = 0
         self._lock = threading.Lock()
 
@@ -167,8 +170,19 @@ class PublicationChannel:
 
     def offer_robots(self, frontier: Frontier, origin: str) -> Submitted:
         """The ``Sitemap:`` lines of ``origin``'s stored robots.txt (sitemaps.org: a site
-        announces its sitemaps there)."""
-        return self.offer(frontier, frontier.robots.sitemaps(origin))
+        announces its sitemaps there, on any host: the sitemap may then list ``origin``'s
+        URLs, :meth:`announced_by`)."""
+        sitemaps = frontier.robots.sitemaps(origin)
+        with self._lock:
+            for url in sitemaps:
+                self._announced.setdefault(url, set()).add(origin + "/")
+        return self.offer(frontier, sitemaps)
+
+    def announced_by(self, url: str) -> tuple[str, ...]:
+        """The origins (``scheme://host[:port]/``) whose robots.txt named sitemap ``url``:
+        prefixes its entries may have besides its own host (sitemaps.org, cross submits)."""
+        with self._lock:
+            return tuple(sorted(self._announced.get(url, ())))
 
     def reread(self, frontier: Frontier, now: float) -> Submitted:
         """Queue every known source again from ``now``: known to the seen-set, they enter as
