@@ -379,8 +379,11 @@ class Crawler:
                 resumed=held)
         if loaded.outcome is None:
             return _Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
+        # A sitemap or feed that waited for its DTD is read as one now.
+        publication = _publication(held.item, held.result, loaded.outcome,
+                                   self.publication.announced_by(held.item.url))
         return _Done(held.item, held.result, loaded.outcome, version=loaded.version,
-                     resumed=held)
+                     resumed=held, publication=publication)
 
     # -- dispatcher side: results --------------------------------------------------------
 
@@ -537,8 +540,11 @@ class Crawler:
 
     def _resumed_done(self, done: _Done) -> None:
         assert done.resumed is not None and self._needs is not None
-        self._needs.resumed(done.resumed, done.needs, done.outcome, done.version,
-                            self.clock.now())
+        now = self.clock.now()
+        self._needs.resumed(done.resumed, done.needs, done.outcome, done.version, now)
+        if done.publication is not None:
+            self.publication.read(self.frontier, done.item.url, done.item.depth,
+                                  done.publication, done.result.finished_at or now)
 
     def _expire_pending(self) -> None:
         if self._needs is not None:
