@@ -10,9 +10,22 @@ from pathlib import Path
 import pytest
 
 from xyro.app import App
-from xyro.clock import Clock
+from xyro.clock import Clock, WallClock
 from xyro.config_load import load_config
 from xyro.synthweb.web import SyntheticWeb
+
+
+def local_app(tmp_path: Path, *settings: str) -> App:
+    """An App on the wall clock crawling a server on 127.0.0.1 into ``tmp_path``/xyro.db
+    (database created), no politeness delay, with ``settings`` (KEY=VALUE) added."""
+    config = load_config(None, {}, [
+        "scope.allow_private_addresses=true", "crawler.politeness.delay_s=0",
+        f"storage.database={tmp_path / 'xyro.db'}",
+        f"storage.warehouse_dir={tmp_path / 'warehouse'}", *settings])
+    app = App(config, WallClock())
+    with app.open_store(create=True):
+        pass
+    return app
 
 
 def make_app(tmp_path: Path, web: SyntheticWeb, clock: Clock, *, delay_s: float,
@@ -69,3 +82,10 @@ def app_for_module():
 @pytest.fixture(scope="module")
 def rows_of_module():
     return url_rows
+
+
+@pytest.fixture
+def local_app_for():
+    """``local_app_for(tmp_path, *settings)`` -> App (test modules cannot import conftest
+    under importlib mode)."""
+    return local_app

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pytest_httpserver import HTTPServer
 
-from xyro.app import App
-from xyro.clock import WallClock
-from xyro.config_load import load_config
 from xyro.service.crawl_run import run_crawl
 
 SM = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 
 def test_a_sitemap_with_a_dtd_is_read_once_its_dtd_arrived(tmp_path: Path,
-                                                            httpserver: HTTPServer) -> None:
+                                                            httpserver: HTTPServer,
+                                                            local_app_for: Any) -> None:
     listed = httpserver.url_for("/listed.html")
     httpserver.expect_request("/robots.txt").respond_with_data("", status=404)
     httpserver.expect_request("/sitemap.xml").respond_with_data(
@@ -30,14 +29,7 @@ def test_a_sitemap_with_a_dtd_is_read_once_its_dtd_arrived(tmp_path: Path,
         "<!ATTLIST urlset xmlns CDATA #IMPLIED>", content_type="application/xml-dtd")
     httpserver.expect_request("/listed.html").respond_with_data(
         "<html><body>listed</body></html>", content_type="text/html")
-    config = load_config(None, {}, [
-        f"sitemaps={json.dumps([httpserver.url_for('/sitemap.xml')])}",
-        "scope.allow_private_addresses=true", "crawler.politeness.delay_s=0",
-        f"storage.database={tmp_path / 'xyro.db'}",
-        f"storage.warehouse_dir={tmp_path / 'warehouse'}"])
-    app = App(config, WallClock())
-    with app.open_store(create=True):
-        pass
+    app = local_app_for(tmp_path, f"sitemaps={json.dumps([httpserver.url_for('/sitemap.xml')])}")
     summary = run_crawl(app, max_seconds=20)
     assert summary.stop_reason == "frontier exhausted", summary.stop_reason
     served = [req.path for req, _ in httpserver.log]

@@ -10,12 +10,10 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from xyro.app import App
-from xyro.clock import WallClock
-from xyro.config_load import load_config
 from xyro.service.crawl_run import run_crawl
 
 PAGES = [f"/p{i}.html" for i in range(5)]
@@ -64,16 +62,10 @@ def site() -> Iterator[Site]:
     s.server.server_close()
 
 
-def test_a_stop_during_robots_txt_keeps_the_origins_urls_queued(tmp_path: Path,
-                                                                 site: Site) -> None:
+def test_a_stop_during_robots_txt_keeps_the_origins_urls_queued(tmp_path: Path, site: Site,
+                                                                 local_app_for: Any) -> None:
     db = tmp_path / "xyro.db"
-    config = load_config(None, {}, [
-        f"seeds={json.dumps([site.base + p for p in PAGES])}",
-        "scope.allow_private_addresses=true", "crawler.politeness.delay_s=0",
-        f"storage.database={db}", f"storage.warehouse_dir={tmp_path / 'warehouse'}"])
-    app = App(config, WallClock())
-    with app.open_store(create=True):
-        pass
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + p for p in PAGES])}")
     run_crawl(app, max_seconds=30, stop=site.stop)
     conn = sqlite3.connect(db)
     queued = conn.execute("SELECT count(*) FROM frontier").fetchone()[0]
