@@ -18,8 +18,8 @@ insensitively (protego lowercases both sides). Crawl-delay (or Request-rate, as 
 request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
 days. /robots.txt itself is always allowed. A URL with a query must be allowed with each of
 its parameters first (:func:`query_orders`): canonical URLs have their parameters sorted,
-and a rule like ``Disallow: /?s=`` was written for the order the site's links use. Thread-safe (one lock): fetch workers may check
-redirect hops with :meth:`verdict`.
+and a rule like ``Disallow: /?s=`` was written for the order the site's links use.
+Thread-safe (one lock): fetch workers may check redirect hops with :meth:`verdict`.
 """
 
 from __future__ import annotations
