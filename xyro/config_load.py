@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import os
 import typing
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from xyro.config import XyroConfig
 from xyro.config_yaml import KeyPath, YamlProblem, describe, format_number, key_near, \
-    load_document, looks_numeric, parse_setting, read_text
+    load_document, looks_non_finite, looks_numeric, parse_setting, read_text
 from xyro.errors import XyroError
 
 DEFAULT_PATH = Path("config") / "xyro.yaml"
@@ -348,16 +347,8 @@ class _Translator:
                    "meant the text"
         elif kind.startswith(("int_", "float_")) and isinstance(value, str):
             hint = ("; write it without quotes" if looks_numeric(value) else
-                    "; it must be a finite number" if _non_finite(value) else "")
+                    "; it must be a finite number" if looks_non_finite(value) else "")
         return f"{wants}, got {describe(value, plain)}{hint}"
-
-
-def _non_finite(text: str) -> bool:
-    """'inf', 'nan', 'Infinity'...: text Python reads as a number that no setting takes."""
-    try:
-        return not math.isfinite(float(text))
-    except ValueError:
-        return False
 
 
 def _field_annotation(path: KeyPath) -> Any:

@@ -201,11 +201,21 @@ def parse_setting(text: str, kind: str) -> Any:
 
 def looks_numeric(text: str) -> bool:
     """True for text that is a finite number once unquoted ('inf' and 'nan' are not)."""
+    number = _as_float(text)
+    return number is not None and math.isfinite(number)
+
+
+def looks_non_finite(text: str) -> bool:
+    """'inf', 'nan', 'Infinity'...: text Python reads as a number that no setting takes."""
+    number = _as_float(text)
+    return number is not None and not math.isfinite(number)
+
+
+def _as_float(text: str) -> float | None:
     try:
-        number = float(text.replace("_", ""))
+        return float(text.replace("_", ""))
     except ValueError:
-        return False
-    return math.isfinite(number)
+        return None
 
 
 def format_number(value: Any) -> str:

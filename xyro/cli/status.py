@@ -112,8 +112,9 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
     g, share = cfg.bandwidth_pages_per_unit, cfg.discovery_share
     plans = [r for r in runs if r.get("name") == "plan"]
     prior = _number(state.get("refresh.prior_rate_per_unit"))
+    unit_s = raw.get("unit_s", cfg.time_unit_s)  # the stored folders' unit (`status`)
     return {
-        "unit": raw.get("current_unit"), "unit_s": raw.get("unit_s", cfg.time_unit_s),
+        "unit": raw.get("current_unit"), "unit_s": unit_s,
         "configured_unit_s": cfg.time_unit_s,
         "bandwidth_pages_per_unit": g, "discovery_share": share,
         "refresh_pages_per_unit": round(g * (1.0 - share), 3),
@@ -124,8 +125,7 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
         "k": _number(state.get("refresh.k")),
         "omega": _number(state.get("refresh.omega")),
         "prior_rate_per_unit": prior,
-        "prior_rate_per_day": None if prior is None else (
-            prior * 86400.0 / raw.get("unit_s", cfg.time_unit_s)),
+        "prior_rate_per_day": None if prior is None else prior * 86400.0 / unit_s,
         "planned_at_s": plans[0]["finished"] if plans else None,
         "planned_at": plans[0]["finished_iso"] if plans else None,
     }

@@ -88,6 +88,8 @@ BINARY_SNIFF_CHARS = 4096
 BINARY_SHARE = 0.05
 BINARY_MIN_COUNT = 16  # a few stray NULs in a short page are not enough
 FALLBACK_ENCODING = "utf-8"
+_WIDE_CODECS = frozenset({"utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be",
+                          "utf-32-le"})
 # The encodings of the WHATWG Encoding Standard, as the Python codecs w3lib resolves their
 # labels to (x-user-defined and iso-8859-8-i have none), and UTF-32, read by its BOM.
 _WEB_CODECS = frozenset({
@@ -95,9 +97,7 @@ _WEB_CODECS = frozenset({
     *(f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
     *(f"cp{n}" for n in range(1250, 1259)),
     "gbk", "gb18030", "big5", "big5hkscs", "euc_jp", "iso2022_jp", "shift_jis", "cp932",
-    "euc_kr", "cp949", "utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"})
-_WIDE_CODECS = frozenset({"utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be",
-                          "utf-32-le"})
+    "euc_kr", "cp949", *_WIDE_CODECS})
 
 LinkKind = Literal["a", "area", "frame", "iframe", "alternate", "refresh"]
 

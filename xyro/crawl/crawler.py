@@ -338,8 +338,7 @@ class Crawler:
         if loader is not None and outcome.page_type == PageType.DTD:
             return _Done(item, result, outcome, version=loader.store_entity(item.url, result),
                          prior=prior)
-        publication = _publication(item, result, outcome,
-                                   self.publication.announced_by(item.url))
+        publication = _publication(item, result, outcome, self.publication.announced_by)
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
             loaded = loader.load(item.url, result)
             if loaded.outcome is None:
@@ -381,7 +380,7 @@ class Crawler:
             return _Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
         # A sitemap or feed that waited for its DTD is read as one now.
         publication = _publication(held.item, held.result, loaded.outcome,
-                                   self.publication.announced_by(held.item.url))
+                                   self.publication.announced_by)
         return _Done(held.item, held.result, loaded.outcome, version=loaded.version,
                      resumed=held, publication=publication)
 
@@ -403,9 +402,9 @@ class Crawler:
 
     def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
         now = self.clock.now()
-        if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
-            # Cut short by a stop: no answer, so the origin's URLs stay queued (draining them
-            # as unreachable would record them as errors and drop them from the frontier).
+        if self._cut_by_stop(result):
+            # No answer, so the origin's URLs stay queued (draining them as unreachable
+            # would record them as errors and drop them from the frontier).
             self.frontier.done(item, now=now, started_at=result.started_at)
             return
         status = result.status if result.error_kind in ROBOTS_ANSWERS else None
@@ -504,11 +503,15 @@ class Crawler:
 
     def _given_back(self, item: FrontierItem, result: FetchResult) -> bool:
         """A fetch cut short by a stop request is not an observation: it stays queued."""
-        if self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT:
+        if self._cut_by_stop(result):
             self.frontier.done(item, now=self.clock.now(), started_at=result.started_at)
             self.frontier.give_back(item)
             return True
         return False
+
+    def _cut_by_stop(self, result: FetchResult) -> bool:
+        """The fetch ended because the crawl is stopping (the fetcher's TIMEOUT on stop)."""
+        return self._stop.is_set() and result.error_kind == ErrorKind.TIMEOUT
 
     def _retry_later(self, item: FrontierItem, result: FetchResult, now: float) -> bool:
         """429/503: slow the host down (Retry-After) and put the URL back, a few times."""
@@ -552,13 +555,15 @@ class Crawler:
 
 
 def _publication(item: FrontierItem, result: FetchResult, outcome: PageOutcome,
-                 announced_by: tuple[str, ...] = ()) -> Publication | None:
+                 announced_by: Callable[[str], tuple[str, ...]] | None = None,
+                 ) -> Publication | None:
     """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff reads
-    its first bytes, the parse is bounded; paper 003 §3). ``announced_by``: the origins
-    whose robots.txt named it, whose URLs a sitemap may list."""
+    its first bytes, the parse is bounded; paper 003 §3). ``announced_by(url)``: the origins
+    whose robots.txt named a sitemap, whose URLs it may list (asked for sitemaps only)."""
     if outcome.page_type != PageType.XML or result.not_modified or not result.body:
         return None
     kind = sniff_publication(result.body)
     if kind is None:
         return None
-    return read_publication(result.body, result.final_url or item.url, kind, announced_by)
+    also = announced_by(item.url) if kind == "sitemap" and announced_by is not None else ()
+    return read_publication(result.body, result.final_url or item.url, kind, also)

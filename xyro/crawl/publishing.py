@@ -59,9 +59,8 @@ _KINDS: dict[bytes, Kind] = {b"urlset": "sitemap", b"sitemapindex": "sitemap",
 
 def sniff_publication(body: bytes) -> Kind | None:
     """"sitemap" or "feed" when the first element of ``body`` is a sitemap's (``urlset``,
-    ``sitemapindex``) or a feed's (``rss``, ``rdf:RDF``, ``feed``), else None. Cheap: a
-    regular expression over the first :data:`SNIFF_BYTES` bytes (the parsers check the
-    namespaces)."""
+    ``sitemapindex``) or a feed's (``rss``, ``rdf:RDF``, ``feed``), else None. Cheap: one
+    pass over the first :data:`SNIFF_BYTES` bytes (the parsers check the namespaces)."""
     name = first_element(body[:SNIFF_BYTES])
     return None if name is None else _KINDS.get(name)
 
