@@ -103,8 +103,17 @@ def _solve_score_root(c: NDArray[np.float64], v_sum: float) -> float:
     # at the top; the first estimate pays it once.
     from scipy.optimize import brentq
 
-    root = brentq(lambda u: _score(c, v_sum, math.exp(u)), math.log(lo), math.log(hi),
-                  xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
+    def score(u: float) -> float:
+        return _score(c, v_sum, math.exp(u))
+
+    # g(lo) > 0 > g(hi) in exact arithmetic; a no-change time far above the change
+    # intervals (Σv/c ≳ 1e7) rounds g to 0 or past it at an end, which is then the root.
+    u_lo, u_hi = math.log(lo), math.log(hi)
+    if score(u_lo) <= 0.0:
+        return math.exp(u_lo)
+    if score(u_hi) >= 0.0:
+        return math.exp(u_hi)
+    root = brentq(score, u_lo, u_hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
     return math.exp(root)
 
 

@@ -207,3 +207,15 @@ def test_bias_reduction_lowers_the_bias_of_fast_pages() -> None:
     bias_plain, bias_reduced = plain.mean() / rate - 1, reduced.mean() / rate - 1
     assert bias_plain > 0.07
     assert abs(bias_reduced) < bias_plain - 0.015
+
+
+@pytest.mark.parametrize("unchanged", [1e7, 1e8, 3e8, 1e12, 1e15])
+def test_a_long_unchanged_time_after_one_short_change_has_a_rate(unchanged: float) -> None:
+    # One change seen between two fetches 1 s apart, then months unchanged: Σv/c so large
+    # that the score rounds to 0 at the bracket's low end; brentq then found no sign change.
+    obs = ChangeObservations([1.0, unchanged], [True, False])
+    est = signature_rate(obs)
+    assert est.source is RateSource.SIGNATURE_MLE
+    assert est.rate == pytest.approx(1.0 / unchanged, rel=1e-6)
+    batch = signature_rates([1.0, unchanged], [True, False], [0, 0], 1, prior=1.0)
+    assert batch[0] == pytest.approx(est.rate, rel=1e-9)
