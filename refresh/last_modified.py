@@ -64,6 +64,17 @@ def dated_history(history: AccessHistory, tolerance: float = 2.0) -> AccessHisto
     return AccessHistory(t[1:], history.changed[1:], d[1:])
 
 
+def _dates_no_later_than_seen(t: NDArray[np.float64], d: NDArray[np.float64]
+                              ) -> NDArray[np.float64]:
+    """d with each date capped at the access that first sent it: a server clock a little
+    ahead (within the tolerance) dates a change just after the access that saw it, which
+    would count a change interval as a no-change one; the date repeats unchanged on later
+    accesses, so all of its repeats get the same cap."""
+    first = np.concatenate(([True], d[1:] != d[:-1]))
+    seen_at = np.maximum.accumulate(np.where(first, np.arange(d.size), 0))
+    return np.minimum(d, t[seen_at])
+
+
 def page_reliability(history: AccessHistory, tolerance: float = 2.0) -> Reliability:
     """The per-page reliability test of Last-Modified dates (module doc).
 
@@ -78,6 +89,7 @@ def page_reliability(history: AccessHistory, tolerance: float = 2.0) -> Reliabil
     if (d > t + tolerance).any():
         k = int(np.flatnonzero(d > t + tolerance)[0])
         return Reliability(False, f"Last-Modified in the future at access {k}")
+    d = _dates_no_later_than_seen(t, d)
     stamped = d >= t - tolerance
     if stamped.sum() * 2 > t.size:
         return Reliability(False, f"Last-Modified equals the access time at {int(stamped.sum())} "
@@ -133,6 +145,7 @@ def last_modified_rate(history: AccessHistory, paper_eq10: bool = False) -> Rate
         raise ValueError("Last-Modified missing at some access; check page_reliability first")
     if d[0] >= t[0]:
         raise ValueError(f"Last-Modified {d[0]!r} is not before the first access {t[0]!r}")
+    d = _dates_no_later_than_seen(t, d)
     change = np.concatenate(([True], (d[1:] > t[:-1]) & (d[1:] <= t[1:])))
     ages = (t - d)[change]
     n_c = int(change.sum())

@@ -31,6 +31,21 @@ def test_one_date_near_the_access_time_is_not_enough_to_distrust() -> None:
     assert page_reliability(h).reliable
 
 
+def test_a_date_a_little_after_its_access_is_a_change_seen_there() -> None:
+    # The server's clock 1.5 s ahead: the change seen at 300 s is dated 301.5 s, within
+    # the tolerance. It is a change in (200, 300], repeated unchanged at 400 s, not a
+    # no-change interval followed by a date that moved to before its access.
+    ahead = AccessHistory(TIMES, MD5_CHANGED, [30.0, 30.0, 301.5, 301.5])
+    on_time = AccessHistory(TIMES, MD5_CHANGED, [30.0, 30.0, 300.0, 300.0])
+    assert page_reliability(ahead) == page_reliability(on_time)
+    assert page_reliability(ahead).reliable
+    assert last_modified_rate(ahead).rate == last_modified_rate(on_time).rate
+    assert last_modified_rate(ahead).n_changes == 2
+    last = AccessHistory(TIMES, [False, False, True], [30.0, 30.0, 30.0, 401.0])
+    assert page_reliability(last).reliable
+    assert last_modified_rate(last).rate == pytest.approx(2 / (70 + 100 + 100 + 0))
+
+
 def test_first_access_alone_counts() -> None:
     est = last_modified_rate(AccessHistory([100.0], [], [75.0]))
     assert est.rate == pytest.approx(1 / 25) and est.n_changes == 1
