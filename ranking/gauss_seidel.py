@@ -37,13 +37,16 @@ SELF_LINK = 2
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _sweep(indptr, indices, first, x, p, col_scale, row_scale, flags,  # noqa: ANN001
-           spread, tele_scalar, tele, damping, delta, mass):  # noqa: ANN001
+def _sweep(indptr, indices, first, x, p, p_out, col_scale, row_scale, flags,  # noqa: ANN001
+           spread, tele_scalar, tele, damping, delta, mass, jacobi):  # noqa: ANN001
     """Rows i = 0.. of ``x`` (pages first + i) in order; returns (Σ|y − x_old|, Σ y, δ, ‖x‖₁).
 
     ``p`` is the whole pre-scaled vector (it may be ``x`` itself when first = 0 and there is
-    no ``col_scale``); ``tele`` None means t_i = ``tele_scalar`` for every row; ``spread``:
-    the dangling mass δ goes along x (paper) instead of along E (teleport)."""
+    no ``col_scale``), and each new value times its scale goes to ``p_out`` (``p`` itself
+    for Gauss-Seidel); ``tele`` None means t_i = ``tele_scalar`` for every row;
+    ``spread``: the dangling mass δ goes along x (paper) instead of along E (teleport);
+    ``jacobi``: β and q stay those of the sweep's start and self-links are not solved
+    (with ``p_out`` apart from ``p``, the power iteration)."""
     boost_rate = damping / (1.0 - damping)
     beta = 1.0
     q = 0.0
@@ -71,8 +74,8 @@ def _sweep(indptr, indices, first, x, p, col_scale, row_scale, flags,  # noqa: A
             y = a * scale
         else:
             den = 1.0 - q
-            if f & SELF_LINK and den - r * w > 1e-12:  # else the plain update (early
-                a -= r * w * old                           # sweeps: δ may overshoot)
+            if f & SELF_LINK and not jacobi and den - r * w > 1e-12:  # else the plain
+                a -= r * w * old                      # update (early sweeps: δ may overshoot)
                 den -= r * w
             y = a / den
         d = y - old
@@ -81,13 +84,15 @@ def _sweep(indptr, indices, first, x, p, col_scale, row_scale, flags,  # noqa: A
         mass += d
         if f & DANGLING:
             delta += d
-            if spread:
+            if jacobi:
+                pass
+            elif spread:
                 q = damping * delta / mass
                 scale = 1.0 / (1.0 - q)
             else:
                 beta = 1.0 + boost_rate * delta
         x[i] = y
-        p[first + i] = y * w
+        p_out[first + i] = y * w
     return diff, total, delta, mass
 
 
@@ -145,14 +150,18 @@ class DanglingMass:
 
 
 def sweep_rows(rows: Rows, x: np.ndarray, p: np.ndarray, dangling: DanglingMass,
-               damping: float) -> tuple[float, float]:
+               damping: float, p_out: np.ndarray | None = None) -> tuple[float, float]:
     """Update ``x`` (the values of ``rows``' pages) in place, row by row, writing each new
-    value times its col_scale into ``p`` (all pages) at once; returns (Σ|Δx|, Σ x_new)."""
+    value times its col_scale into ``p`` (all pages) at once; returns (Σ|Δx|, Σ x_new).
+    With ``p_out`` the new values go there and ``p`` stays the old vector: a Jacobi sweep
+    (``Stall``)."""
     tele_scalar, tele = ((float(rows.tele), None) if isinstance(rows.tele, float)
                          else (0.0, rows.tele))
+    jacobi = p_out is not None
     diff, total, dangling.delta, dangling.mass = _sweep(
-        rows.indptr, rows.indices, rows.first, x, p, rows.col_scale, rows.row_scale,
-        rows.flags, dangling.spread, tele_scalar, tele, damping, dangling.delta, dangling.mass)
+        rows.indptr, rows.indices, rows.first, x, p, p_out if jacobi else p, rows.col_scale,
+        rows.row_scale, rows.flags, dangling.spread, tele_scalar, tele, damping,
+        dangling.delta, dangling.mass, jacobi)
     return diff, total
 
 
@@ -180,6 +189,7 @@ class PointGaussSeidel:
                           page_flags(ptr, indices, 0, dangling))
         self.x = np.array(x0, dtype=np.float64)
         self._p = self.x if col_scale is None else self.x * col_scale
+        self._dangling_pages = dangling
         self._dangling = DanglingMass(
             0.0 if dangling is None else float(self.x[dangling].sum()), float(self.x.sum()),
             spread_along_x and dangling is not None)
@@ -190,8 +200,12 @@ class PointGaussSeidel:
         return sweep_rows(self._rows, self.x, self._p, self._dangling, self._damping)
 
     def rescale(self, factor: float) -> None:
-        """Multiply the iterate (and what is derived from it) by ``factor``."""
+        """Multiply the iterate (and what is derived from it) by ``factor``. δ and ‖x‖₁
+        are summed anew: carried row by row, their rounding errors add up sweep after
+        sweep and held the residual above 1e-12 for good."""
         self.x *= factor
         if self._p is not self.x:
             self._p *= factor
-        self._dangling.rescale(factor)
+        d = self._dangling_pages
+        self._dangling.delta = 0.0 if d is None else float(self.x[d].sum())
+        self._dangling.mass = float(self.x.sum())

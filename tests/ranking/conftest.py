@@ -24,6 +24,21 @@ def random_graph(seed: int, n: int, m: int, self_links: bool = True) -> LinkGrap
     return LinkGraph.from_edges(pairs[:, 0], pairs[:, 1], n)
 
 
+def sink_graph(seed: int, n: int = 2000, dangling: float = 0.5, self_only: float = 0.01
+               ) -> LinkGraph:
+    """A crawl-like graph where the paper variant is hard for Gauss-Seidel: a share of the
+    pages without out-links (unread), a few pages whose only link is to themselves, the
+    rest with 1 to 7 uniform out-links."""
+    rng = np.random.default_rng(seed)
+    kind = rng.random(n)
+    linking = np.flatnonzero(kind >= dangling + self_only)
+    lonely = np.flatnonzero((kind >= dangling) & (kind < dangling + self_only))
+    degree = rng.integers(1, 8, len(linking))
+    src = np.concatenate([np.repeat(linking, degree), lonely])
+    dst = np.concatenate([rng.integers(0, n, int(degree.sum())), lonely])
+    return LinkGraph.from_edges(src, dst, n)
+
+
 def build_store(path: Path, n: int, m: int, seed: int, xml_share: float = 0.1) -> None:
     """A store of ``n`` pages (a tenth unread, without links) and about ``m`` links with
     power-law-ish destinations, written by direct inserts into the store's own schema."""
@@ -71,6 +86,11 @@ def cnr_graph() -> LinkGraph:
 @pytest.fixture(scope="session")
 def make_graph():
     return random_graph
+
+
+@pytest.fixture(scope="session")
+def make_sink_graph():
+    return sink_graph
 
 
 @pytest.fixture(scope="session")
