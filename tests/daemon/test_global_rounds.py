@@ -193,3 +193,54 @@ def test_the_state_survives_its_json() -> None:
 def test_a_saved_row_that_is_no_round_state_is_named(value: str) -> None:
     with pytest.raises(ValueError, match=f"{STATE_KEY}.*delete that row of the state table"):
         RoundState.from_stored(value)
+
+
+def test_refused_candidates_are_passed_over_for_the_next_best(store: MetadataStore) -> None:
+    # The crawler's admission refuses some out-of-scope links for good (a .pdf suffix, a
+    # trap): the round takes the next best instead of ending the rounds unspent.
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        offered: list[list[tuple[int, str]]] = []
+
+        def queue(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+            offered.append(pages)
+            return [p for p in pages if not p[1].startswith("http://out0.")]
+
+        settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3)
+        rounds = GlobalRounds(settings, 0.85, SCOPE, store, queue, writer.submit,
+                              ManualClock(T0))
+        rounds.step()
+        while not rounds.step().finished:
+            _fetch_outside(writer, list(rounds.state.pending))
+        state = rounds.state
+        assert state.spent == state.budget == 6 and state.round == 3
+        tried = [url for pages in offered for _, url in pages]
+        assert len(tried) > 6 and all(tried.count(u) <= 3 for u in tried)
+    finally:
+        writer.close()
+
+
+def test_fewer_rounds_configured_after_a_restart_keep_the_started_ones(
+        store: MetadataStore) -> None:
+    # The budget and the rounds are fixed when the rounds start; a restart with a smaller
+    # ``rounds`` indexed past the new round sizes (IndexError at every check).
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        queued: list[list[tuple[int, str]]] = []
+        rounds = _rounds(store, writer, queued)
+        rounds.step()
+        for _ in range(2):
+            _fetch_outside(writer, list(rounds.step().pending))
+        assert (rounds.state.round, rounds.state.rounds) == (2, 3)
+        settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=0.5, rounds=1)
+        restarted = GlobalRounds(settings, 0.85, SCOPE, store,
+                                 lambda pages: queued.append(pages) or pages, writer.submit,
+                                 ManualClock(T0))
+        state = restarted.step()
+        assert (state.round, state.rounds, state.spent, state.budget) == (3, 3, 6, 6)
+        _fetch_outside(writer, list(state.pending))
+        assert restarted.step().finished
+    finally:
+        writer.close()

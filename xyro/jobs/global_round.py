@@ -94,9 +94,9 @@ class GlobalRounds:
         state = replace(state, estimate_change_l1=change)
         if state.round >= state.rounds or state.spent >= state.budget:
             return self._finish(state, "all rounds done", stored.local, scored.estimate)
-        k = min(int(self._round_sizes(state.local_pages)[state.round]),
-                state.budget - state.spent)
-        queued = self._queue([(int(j) + 1, stored.urls[int(j)]) for j in scored.best(k)])
+        sizes = EstimateParams(budget=state.budget, rounds=state.rounds).round_sizes()
+        k = min(int(sizes[state.round]), state.budget - state.spent)
+        queued = self._queue_best(scored, stored, k)
         if not queued:
             return self._finish(state, "no out-of-scope page left to fetch", stored.local,
                                 scored.estimate)
@@ -104,6 +104,21 @@ class GlobalRounds:
                  state.round + 1, state.rounds, len(queued))
         return self._save(replace(state, round=state.round + 1,
                                   spent=state.spent + len(queued), pending=tuple(queued)))
+
+    def _queue_best(self, scored: StoredRound, stored: StoredDomain,
+                    k: int) -> list[tuple[int, str]]:
+        """Queue the k best candidates the crawler's admission accepts: those it refuses
+        (a skipped suffix such as .pdf, a trap, another scheme) are passed over for the
+        next best, or a round of refused links would end the rounds unspent."""
+        queued: list[tuple[int, str]] = []
+        tried = np.empty(0, dtype=np.int64)
+        while len(queued) < k:
+            chosen = scored.best(k - len(queued), tried)
+            if chosen.size == 0:
+                break
+            queued += self._queue([(int(j) + 1, stored.urls[int(j)]) for j in chosen])
+            tried = np.concatenate([tried, chosen])
+        return queued
 
     def resume(self) -> None:
         """At start, once the frontier is restored: offer the pending pages not fetched yet

@@ -89,10 +89,14 @@ class StoredRound:
     view: DomainView
     scores: np.ndarray
 
-    def best(self, k: int) -> np.ndarray:
-        """Node ids of the ``k`` best candidates that may be fetched."""
-        chosen = top_candidates(self.view, self.scores, k)
-        return chosen[np.isfinite(self.scores[np.searchsorted(self.view.candidates, chosen)])]
+    def best(self, k: int, excluded: np.ndarray | None = None) -> np.ndarray:
+        """Node ids of the ``k`` best candidates that may be fetched, leaving out the node
+        ids ``excluded`` (those the crawler's admission refused this round)."""
+        scores = self.scores
+        if excluded is not None and excluded.size:
+            scores = np.where(np.isin(self.view.candidates, excluded), -np.inf, scores)
+        chosen = top_candidates(self.view, scores, k)
+        return chosen[np.isfinite(scores[np.searchsorted(self.view.candidates, chosen)])]
 
 
 def score_stored(stored: StoredDomain, selector: str, degree: str,
