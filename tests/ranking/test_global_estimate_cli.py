@@ -187,3 +187,37 @@ def test_an_exact_estimate_is_strict_json(tmp_path: Path) -> None:
     report = json.loads(result.stdout, parse_constant=refuse)
     assert report["local_pr"]["l1"] == pytest.approx(0, abs=1e-12)
     assert report["gain_l1"] is None
+
+
+def _damaged(path: Path, compressed: bool) -> Path:
+    """An edge list whose zip directory reads but whose arrays do not: one byte of the
+    stored src array flipped (a bad CRC), or the compressed stream broken."""
+    n, src, dst = np.int64(50), np.arange(50) % 7, np.arange(50) % 11
+    (np.savez_compressed if compressed else np.savez)(path, n=n, src=src, dst=dst)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"src.npy") + 200 if not compressed else data.index(b"src.npy") + 60
+    for k in range(at, at + (1 if not compressed else 60)):
+        data[k] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("mode", [[], ["--global-estimate", "--local", "0:5"]])
+def test_a_damaged_edge_file_is_a_clear_error(tmp_path: Path, compressed: bool,
+                                              mode: list[str]) -> None:
+    edges = _damaged(tmp_path / "damaged.npz", compressed)
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "--edges", str(edges), *mode)
+    assert result.exit_code == 1, result.output
+    assert "is not a readable .npz edge list" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_edge_file_too_large_for_memory_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "huge.npz"
+    np.savez(path, n=np.int64(2 ** 40), src=np.array([0]), dst=np.array([1]))
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "--global-estimate", "--edges",
+                  str(path), "--local", "0:5")
+    assert result.exit_code == 1, result.output
+    assert "not enough memory" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

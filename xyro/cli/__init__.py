@@ -417,6 +417,9 @@ def _global_estimate(app: Any, flag: bool, compare: bool, edges: Path | None,
         return estimate_store(app, chosen)
     except ValueError as exc:
         raise XyroError(f"cannot estimate on {edges or app.database_path}: {exc}") from None
+    except MemoryError:
+        raise XyroError(f"not enough memory to estimate on {edges or app.database_path}: its "
+                        "page count needs more than this machine has") from None
 
 
 def _check_cluster(address: str, compare: bool) -> None:

@@ -24,11 +24,12 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -295,19 +296,30 @@ def load_edge_list(path: Path | str) -> tuple[LinkGraph, np.ndarray]:
         raise ValueError(f"{path} is not a readable .npz edge list ({problem}); give a file "
                          "saved by numpy.savez with arrays n, src, dst")
     with data:
-        missing = {"n", "src", "dst"} - set(data.files)
-        if missing:
-            raise ValueError(f"{path}: missing arrays {sorted(missing)}; need n, src, dst")
-        n_array = data["n"]
-        if n_array.shape != () or n_array.dtype.kind not in "iu" or int(n_array) < 0:
-            raise ValueError(f"{path}: n must be one whole number ≥ 0 (the page count), got "
-                             f"an array of shape {n_array.shape} and type {n_array.dtype}")
-        n = int(n_array)
-        graph = LinkGraph.from_edges(data["src"], data["dst"], n)
-        mask = data["xml"].astype(bool) if "xml" in data.files else np.zeros(n, dtype=bool)
-        if mask.shape != (n,):
-            raise ValueError(f"{path}: xml must hold one flag per page ({n}), got shape "
-                             f"{mask.shape}")
+        try:
+            return _edge_arrays(path, data)
+        except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            # np.load reads only the zip directory; a member is read (and its CRC or
+            # compressed stream checked) when its array is asked for
+            raise ValueError(f"{path} is not a readable .npz edge list ({exc}); give a file "
+                             "saved by numpy.savez with arrays n, src, dst") from None
+
+
+def _edge_arrays(path: Path | str, data: Any) -> tuple[LinkGraph, np.ndarray]:
+    """The arrays of an open .npz edge list, checked (:func:`load_edge_list`)."""
+    missing = {"n", "src", "dst"} - set(data.files)
+    if missing:
+        raise ValueError(f"{path}: missing arrays {sorted(missing)}; need n, src, dst")
+    n_array = data["n"]
+    if n_array.shape != () or n_array.dtype.kind not in "iu" or int(n_array) < 0:
+        raise ValueError(f"{path}: n must be one whole number ≥ 0 (the page count), got "
+                         f"an array of shape {n_array.shape} and type {n_array.dtype}")
+    n = int(n_array)
+    graph = LinkGraph.from_edges(data["src"], data["dst"], n)
+    mask = data["xml"].astype(bool) if "xml" in data.files else np.zeros(n, dtype=bool)
+    if mask.shape != (n,):
+        raise ValueError(f"{path}: xml must hold one flag per page ({n}), got shape "
+                         f"{mask.shape}")
     return graph, mask
 
 
