@@ -59,7 +59,9 @@ GRANT_SLACK = 1e-12  # relative: grants may exceed V by rounding, not more
 class OpicParams:
     """``damping``: c in (0, 1), the share of a visit's cash that goes to its children.
     ``virtual_flush``: V hands its cash to all pages once it holds this many times the mean
-    page cash (0: after every visit); a larger value keeps cash in V for focus grants.
+    page cash (0: after every visit); a larger value keeps cash in V for focus grants, and
+    n or more (V would have to hold all the cash) keeps it there until ``flush_virtual()``:
+    the pages then run dry and the clock G stops, which tests use to follow cash by hand.
     ``adaptive``: window parameters to keep Adaptive OPIC histories, None for none."""
 
     damping: float = 0.85
