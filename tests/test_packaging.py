@@ -64,3 +64,27 @@ def test_unit_lets_the_ranking_kernel_compile_and_cache() -> None:
     cache = re.search(r"^Environment=NUMBA_CACHE_DIR=(\S+)$", text, re.M)
     assert cache and cache.group(1).startswith("/var/lib/xyro/")
     assert re.search(r"^StateDirectory=xyro$", text, re.M)
+
+
+def test_unit_and_operator_read_one_database(tmp_path: Path) -> None:
+    """The storage paths live in the installed YAML alone (the install step's sed), under
+    the unit's StateDirectory, so `xyro -c /etc/xyro/xyro.yaml status` finds the daemon's
+    database; an environment override in the unit would hide it from the operator."""
+    from xyro.config_load import load_config
+
+    text = UNIT.read_text()
+    assert "XYRO_STORAGE" not in text
+    sed = re.search(r"^#\s+sed -i '(.+)' /etc/xyro/xyro.yaml$", text, re.M)
+    assert sed, "the install steps set the storage paths"
+    installed = (ROOT / "config" / "xyro.yaml").read_text()
+    for rule in sed.group(1).split("; "):
+        _, pattern, replacement, _ = rule.split("|")
+        installed, count = re.subn(pattern.replace("^", "(?m)^", 1), replacement, installed)
+        assert count == 1, rule
+    state = "/var/lib/" + re.search(r"^StateDirectory=(\S+)$", text, re.M).group(1) + "/"
+    (tmp_path / "xyro.yaml").write_text(installed)
+    config = load_config(tmp_path / "xyro.yaml", env={})
+    assert str(config.storage.database).startswith(state)
+    assert str(config.storage.warehouse_dir).startswith(state)
+    assert re.search(r"^SystemCallFilter=sched_setaffinity$", text, re.M)
+

@@ -28,6 +28,12 @@ def pin_process(cpus: Iterable[int]) -> None:
             os.sched_setaffinity(tid, wanted)
         except ProcessLookupError:  # the thread ended meanwhile
             continue
+        except PermissionError:
+            raise XyroError(f"crawler.cpus={sorted(wanted)}: the system refused to pin the "
+                            "process to those CPUs (sched_setaffinity: operation not "
+                            "permitted, e.g. a seccomp filter such as systemd's "
+                            "SystemCallFilter=~@resources); allow sched_setaffinity or "
+                            "remove the key") from None
 
 
 def _thread_ids() -> list[int]:

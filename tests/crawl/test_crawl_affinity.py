@@ -48,3 +48,42 @@ def test_a_cpu_the_process_may_not_use_is_a_clear_error(restore_affinity) -> Non
     missing = max(os.sched_getaffinity(0)) + 1000
     with pytest.raises(XyroError, match=r"crawler.cpus=\[\d+\] names CPUs"):
         pin_process([missing])
+
+
+SECCOMP = "libseccomp.so.2"
+_DENIED_PIN = f"""
+import ctypes, errno, os, sys
+lib = ctypes.CDLL({SECCOMP!r})
+lib.seccomp_init.restype = ctypes.c_void_p
+lib.seccomp_init.argtypes = [ctypes.c_uint32]
+lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+lib.seccomp_load.argtypes = [ctypes.c_void_p]
+ctx = lib.seccomp_init(0x7fff0000)  # allow the rest
+nr = lib.seccomp_syscall_resolve_name(b"sched_setaffinity")
+assert lib.seccomp_rule_add(ctx, 0x00050000 | errno.EPERM, nr, 0) == 0
+assert lib.seccomp_load(ctx) == 0
+from xyro.affinity import pin_process
+from xyro.errors import XyroError
+try:
+    pin_process([min(os.sched_getaffinity(0))])
+except XyroError as exc:
+    print(exc)
+"""
+
+
+def test_a_seccomp_filter_that_refuses_pinning_is_named() -> None:
+    # systemd's SystemCallFilter=~@resources (with SystemCallErrorNumber=EPERM) refuses
+    # sched_setaffinity; the crawl said "Operation not permitted ... fix the permissions".
+    import ctypes
+    import subprocess
+    import sys
+
+    try:
+        ctypes.CDLL(SECCOMP)
+    except OSError:
+        pytest.skip(f"{SECCOMP} not found (Debian package libseccomp2)")
+    out = subprocess.run([sys.executable, "-c", _DENIED_PIN], capture_output=True, text=True,
+                         timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                             os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused to pin" in out.stdout and "allow sched_setaffinity" in out.stdout
