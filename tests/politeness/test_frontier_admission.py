@@ -276,6 +276,31 @@ def test_an_out_of_scope_page_of_the_global_estimate_is_fetched_for_its_links_on
     assert again is not None and again.kind == "links"
 
 
+@pytest.mark.parametrize("target, kind", [("http://other.example/moved", "links"),
+                                           ("http://in.example/moved", "fetch"),
+                                           ("http://other.example/a.png", None)])
+def test_a_redirect_of_an_out_of_scope_page_is_followed(
+        clock: ManualClock, store: MetadataStore, writer: Writer, target: str,
+        kind: str | None) -> None:
+    """A ``links`` item's 3xx: its target is the page itself, followed as a ``links`` item
+    again (an in-scope target as a crawl page; a refused one not at all), where the hop
+    used to end with the target never queued and never a candidate again."""
+    frontier = make_frontier(clock, writer)
+    outside = "http://other.example/hub"
+    frontier.submit(Source.GLOBAL_ESTIMATE, [outside], DISCOVERY)
+    item = frontier.pop(clock.now())
+    assert item is not None and item.kind == "links"
+    frontier.done(item, now=clock.now())
+    record = FetchRecord(outside, clock.now(), PageType.ERROR, 301, None,
+                         children=(target,), error_kind="redirect")
+    done = frontier.complete(item, record, [(target, DISCOVERY)], Source.REDIRECT)
+    assert [o.url for o in done.queued] == ([target] if kind else [])
+    if kind is not None:
+        clock.advance(60.0)
+        hop = frontier.pop(clock.now())
+        assert hop is not None and (hop.url, hop.kind) == (target, kind)
+
+
 def test_offline_admission_is_the_same(clock: ManualClock) -> None:
     sub = admit_offline(admission(clock), Source.SEED, [SEED, "http://in.example/private/x"],
                         URGENT)

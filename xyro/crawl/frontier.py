@@ -202,14 +202,15 @@ class Frontier(FrontierQueues):
         depth + 1) and hand the writer ONE record — the page, its links, the children
         queued, the children refused, and its own dequeue (kept queued if the URL was asked
         for again meanwhile). ``done(item)`` comes first for fetched items. A ``links``
-        item admits no children: its links, in the record, are graph only."""
+        item admits no children (its links, in the record, are graph only) but its
+        redirect's target (:meth:`_links_only_hop`)."""
         with self._journal:
             with self._lock:
                 now = self._clock.now()
                 self._close(item.url)
                 depth = item.depth + 1
-                if item.kind == "links":  # its links are graph only, never queued
-                    links = ()
+                if item.kind == "links":
+                    links, source = self._links_only_hop(links, source, depth)
                 sub = self._admit(source, (Offer(url, p, depth) for url, p in links), now)
                 enqueue = [(o.url, o.priority) for o in sub.queued]
                 again = self._again(item)
@@ -220,6 +221,21 @@ class Frontier(FrontierQueues):
                 record = replace(record, enqueue=tuple(enqueue), refused=refused)
             self._write((record,))
         return sub
+
+    def _links_only_hop(self, links: Iterable[tuple[str, int]], source: Source, depth: int
+                        ) -> tuple[Iterable[tuple[str, int]], Source]:
+        """What a ``links`` item (an out-of-scope page of the global estimate) queues: its
+        links are graph only, never queued; but a redirect's target is the page itself
+        (an http:// link to a site now on https), so it is followed, as a ``links`` item
+        again unless it lands inside the scope (lock held)."""
+        if source is not Source.REDIRECT:
+            return (), source
+        links = list(links)
+        for url, priority in links:
+            verdict = _refusal(self.admission, Offer(url, priority, depth), source, count=False)
+            if verdict is not None and verdict.kind == "scope":
+                return links, Source.GLOBAL_ESTIMATE
+        return links, source
 
     def give_back(self, item: FrontierItem, not_before: float = 0.0) -> bool:
         """``item``'s fetch is not recorded (a stop cut it short, the loader's memory is
