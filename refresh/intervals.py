@@ -192,20 +192,27 @@ class RateSum:
             raise ValueError("weights √(r·λ) must be finite and >= 0")
         return w
 
+    def _accumulate_all(self, values: NDArray[np.float64]) -> None:
+        """Add Σ values as two doubles, its rounded sum and what that rounding left out:
+        one rounded fsum per batch lost the latter (1.5 + 1e16 − 1e16 came out 2.0)."""
+        total = math.fsum(values)
+        self._accumulate(total)
+        self._accumulate(math.fsum(np.append(values, -total)))
+
     def add(self, weights: ArrayLike) -> None:
         """Pages entering the plan (new pages, or above the floor again)."""
-        self._accumulate(math.fsum(self._checked(weights)))
+        self._accumulate_all(self._checked(weights))
 
     def remove(self, weights: ArrayLike) -> None:
         """Pages leaving the plan (dead, or below the floor)."""
-        self._accumulate(-math.fsum(self._checked(weights)))
+        self._accumulate_all(-self._checked(weights))
 
     def update(self, old: ArrayLike, new: ArrayLike) -> None:
         """Pages whose r or λ changed: their old and new weights, in the same order."""
         o, n = self._checked(old), self._checked(new)
         if o.shape != n.shape:
             raise ValueError(f"old {o.shape} and new {n.shape} weights differ in length")
-        self._accumulate(math.fsum(n) - math.fsum(o))
+        self._accumulate_all(np.concatenate([n, -o]))
 
     def state(self) -> tuple[float, float]:
         """The running sum and its compensation, for persisting (``RateSum.restore``)."""

@@ -138,3 +138,15 @@ def test_rate_sum_rejects_bad_input() -> None:
         s.k(0.0)
     with pytest.raises(ValueError, match="intervals must be positive"):
         time_average_obsolescence([1.0], [1.0], [0.0])
+
+
+def test_rate_sum_keeps_what_each_batch_sum_rounds_away() -> None:
+    # One rounded fsum per batch lost the small weights beside a huge one.
+    s = RateSum([1e16, 1.5])
+    s.remove([1e16])
+    assert s.value == 1.5
+    t = RateSum([1e16])
+    t.update([1e16], [1e16 + 2.0])
+    t.add([0.25, 0.25])
+    t.remove([1e16 + 2.0])
+    assert t.value == 0.5
