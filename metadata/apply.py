@@ -17,7 +17,8 @@ import numpy as np
 
 from metadata.records import (
     MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
-    SaveOpic, SetPending, SetRanks, SetRefresh, SetState, SetWeights, UnitSpent, XmlVersion,
+    SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh, SetState, SetWeights,
+    UnitSpent, XmlVersion,
 )
 from metadata.checkpoint_ids import CheckpointIds
 from metadata.refresh_queries import refiled_after_fetch
@@ -234,7 +235,8 @@ class BatchApplier:
                 rows[kind].append((op.unit, op.unit_s, op.bandwidth, op.fetched, op.refresh,
                                    op.discovery, op.urgent, op.carried_over, int(op.ended),
                                    op.updated_at))
-            else:  # SetRanks, SetWeights, SaveOpic: vectorised, applied in order after the rows above
+            else:  # SetRanks, SetWeights, SetLastModifiedVerdicts, SaveOpic: vectorised,
+                # applied in order after the rows above
                 bulk.append(op)
         self._write(rows, bulk)
 
@@ -395,6 +397,9 @@ class BatchApplier:
             elif isinstance(op, SetWeights):
                 many("UPDATE urls SET weight = ? WHERE id = ?",
                      zip([None if w != w else w for w in op.weights.tolist()], ids))
+            elif isinstance(op, SetLastModifiedVerdicts):
+                many("UPDATE urls SET lm_reliable = ? WHERE id = ?",
+                     zip([int(bool(r)) for r in op.reliable.tolist()], ids))
 
     def _save_opic(self, op: SaveOpic, many: Callable[..., object]) -> None:
         """The checkpoint row, then the OPIC columns of the URLs already stored."""

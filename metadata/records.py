@@ -242,6 +242,19 @@ class SetWeights:
         _check_bulk("SetWeights", self.ids, weights=self.weights)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SetLastModifiedVerdicts:
+    """Bulk ``urls.lm_reliable``: whether each page's Last-Modified dates passed the
+    reliability test (003 §6.1.2), which its host's verdict counts (schema version 7).
+    Written by the refresh planner only."""
+
+    ids: np.ndarray
+    reliable: np.ndarray
+
+    def __post_init__(self) -> None:
+        _check_bulk("SetLastModifiedVerdicts", self.ids, reliable=self.reliable)
+
+
 @dataclass(frozen=True, slots=True)
 class SetState:
     """Key/value state (S, OPIC clock G, ...); ``value`` is stored as given (JSON-able)."""
@@ -334,7 +347,8 @@ class ClearPending:
 
 
 Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
-           JobRun, XmlVersion, SetPending, ClearPending, SetWeights, UnitSpent]
+           JobRun, XmlVersion, SetPending, ClearPending, SetWeights, SetLastModifiedVerdicts,
+           UnitSpent]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

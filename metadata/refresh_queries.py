@@ -119,6 +119,30 @@ def _pages(rows: list[tuple], planned: np.ndarray | None = None) -> PlannedPages
         is_planned=np.ones(n, dtype=bool) if planned is None else planned)
 
 
+def last_modified_verdicts(conn: sqlite3.Connection, host_ids: Iterable[int],
+                           url_ids: Iterable[int]
+                           ) -> tuple[dict[int, tuple[int, int]], dict[int, bool]]:
+    """The stored Last-Modified verdicts (``urls.lm_reliable``): per host of ``host_ids``
+    (pages checked, pages that failed), and per page of ``url_ids`` that has one."""
+    hosts: dict[int, tuple[int, int]] = {}
+    wanted = sorted(set(int(h) for h in host_ids))
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start:start + _CHUNK]
+        for host, checked, bad in conn.execute(
+                "SELECT host_id, count(*), sum(lm_reliable = 0) FROM urls WHERE lm_reliable "
+                f"IS NOT NULL AND host_id IN ({','.join('?' * len(chunk))}) GROUP BY host_id",
+                chunk):
+            hosts[int(host)] = (int(checked), int(bad))
+    pages: dict[int, bool] = {}
+    ids = sorted(set(int(i) for i in url_ids))
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        pages.update((int(i), bool(r)) for i, r in conn.execute(
+            f"SELECT id, lm_reliable FROM urls WHERE id IN ({','.join('?' * len(chunk))}) "
+            "AND lm_reliable IS NOT NULL", chunk))
+    return hosts, pages
+
+
 def max_observation_id(conn: sqlite3.Connection) -> int:
     """The newest observation row id (0 when there is none)."""
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM observations").fetchone()[0])

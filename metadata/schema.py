@@ -56,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 6
+CURRENT_VERSION = 7
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -275,6 +275,18 @@ def _v5_to_v6(conn: sqlite3.Connection) -> None:
     conn.execute(V6_DDL)
 
 
+V7_DDL = """
+ALTER TABLE urls ADD COLUMN lm_reliable INTEGER;
+CREATE INDEX urls_lm_host ON urls(host_id, lm_reliable) WHERE lm_reliable IS NOT NULL
+"""
+
+
+def _v6_to_v7(conn: sqlite3.Connection) -> None:
+    for statement in V7_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -283,6 +295,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     4: ("refresh weight key and its index; unread URLs in discovery order", _v3_to_v4),
     5: ("the OPIC checkpoint of the crawl (000/004: cash, history, clock)", _v4_to_v5),
     6: ("the crawl bandwidth spent per refresh time unit", _v5_to_v6),
+    7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
 }
 
 

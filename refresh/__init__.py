@@ -24,7 +24,7 @@ from refresh.folders import NOT_FILED, Folders, due_by_scan, due_folders, folder
 from refresh.intervals import (IntervalPlan, RateSum, refresh_intervals, refresh_weights,
                                time_average_obsolescence)
 from refresh.last_modified import (Reliability, dated_history, host_reliability,
-                                   last_modified_rate, page_reliability)
+                                   last_modified_rate, page_reliability, reliable_hosts)
 from refresh.observations import AccessHistory, ChangeObservations
 from refresh.rate_choice import estimate_rate
 from refresh.waterlevel import Family, KeySource, WaterLedger, WaterLevel
@@ -35,6 +35,7 @@ __all__ = [
     "Reliability", "UnitFetchList", "WaterLedger", "WaterLevel", "cho_bias_reduced_rate",
     "compose_unit", "dated_history", "due_by_scan", "due_folders", "estimate_rate",
     "folders_after", "host_reliability", "last_modified_rate", "naive_rate", "page_reliability",
-    "refresh_intervals", "refresh_weights", "signature_rate", "signature_rates",
+    "refresh_intervals", "refresh_weights", "reliable_hosts", "signature_rate",
+    "signature_rates",
     "time_average_obsolescence",
 ]

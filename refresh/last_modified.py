@@ -37,7 +37,7 @@ fall-back to the signature MLE, a consistent estimator; trusting a lying server 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,8 +121,6 @@ def host_reliability(hosts: Iterable[Hashable], reliable: Iterable[bool],
     A page on an unreliable host falls back to signatures even if its own dates look fine
     (a server that lies for some pages is likely to lie for the others).
     """
-    if not 0.0 <= max_bad_share <= 1.0:
-        raise ValueError(f"max_bad_share {max_bad_share!r} must lie in [0, 1]")
     total: dict[Hashable, int] = defaultdict(int)
     bad: dict[Hashable, int] = defaultdict(int)
     hosts, reliable = list(hosts), list(reliable)
@@ -131,7 +129,17 @@ def host_reliability(hosts: Iterable[Hashable], reliable: Iterable[bool],
     for host, ok in zip(hosts, reliable):
         total[host] += 1
         bad[host] += not ok
-    return {h: bad[h] <= max_bad_share * total[h] for h in total}
+    return reliable_hosts({h: (total[h], bad[h]) for h in total}, max_bad_share)
+
+
+def reliable_hosts(counts: Mapping[Hashable, tuple[int, int]],
+                   max_bad_share: float = 0.1) -> dict[Hashable, bool]:
+    """:func:`host_reliability` from counts per host: (pages checked, pages that failed).
+    The planner keeps every page's verdict, so a host is judged on all its checked pages,
+    not on the few re-estimated together."""
+    if not 0.0 <= max_bad_share <= 1.0:
+        raise ValueError(f"max_bad_share {max_bad_share!r} must lie in [0, 1]")
+    return {h: bad <= max_bad_share * checked for h, (checked, bad) in counts.items()}
 
 
 def last_modified_rate(history: AccessHistory, paper_eq10: bool = False) -> RateEstimate:

@@ -359,3 +359,42 @@ def test_a_larger_bandwidth_pulls_the_waiting_pages_forward(store, fill, kit, pl
     due_now = {int(i) for i, d in zip(grown.ids, grown.due) if d <= unit}
     assert {i: d for i, d in _filed(store).items() if i not in due_now} == {
         int(i): int(d) for i, d in zip(grown.ids, grown.due) if int(i) not in due_now}
+
+
+def test_a_host_is_judged_on_all_its_checked_pages_not_the_units_few(
+        store, fill, kit, planner) -> None:
+    # Nine pages with consistent Last-Modified dates and one whose date never moves: the
+    # host passes (1 bad page of 10). A later unit that re-estimates only a good page and
+    # the bad one used to judge the host on those two, and dropped the good page's dates.
+    host = "http://lm.example"
+    change = START + UNIT * 4.0
+    records = []
+    for i in range(10):
+        times = kit.regular(4, 2.0, 1.0 + 0.01 * i)
+        dates = [START - UNIT * 5] * 2 + [change if i < 9 else START - UNIT * 5] * 2
+        records += kit.fetch_history(f"{host}/p{i}.xml", times, [0, 0, 1, 1], dates)
+    fill(records)
+
+    def unit_sources(now_unit: float) -> dict[str, str]:
+        ops: list = []
+        p = planner(store, ops, now_unit=now_unit)
+        p.run_unit(p.current_unit())
+        writer = store.writer()
+        for op in ops:
+            writer.submit(op)
+        writer.close()
+        return {store.url_of(op.url_id): op.rate_source for op in ops
+                if isinstance(op, SetRefresh) and op.rate_source}
+
+    first = unit_sources(10.0)
+    assert first[f"{host}/p0.xml"] == "last-modified"
+    assert first[f"{host}/p9.xml"] != "last-modified"
+    again = [START + UNIT * 11.0, START + UNIT * 11.5]
+    fill(kit.fetch_history(f"{host}/p0.xml", again[:1], [1], [change])
+         + kit.fetch_history(f"{host}/p9.xml", again[1:], [1], [START - UNIT * 5]))
+    second = unit_sources(12.0)
+    assert second[f"{host}/p0.xml"] == "last-modified"
+    conn = store.read_connection()
+    assert conn.execute("SELECT count(*), sum(lm_reliable) FROM urls WHERE lm_reliable "
+                        "IS NOT NULL").fetchone() == (10, 9)
+    conn.close()

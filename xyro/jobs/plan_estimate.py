@@ -19,7 +19,7 @@ import numpy as np
 
 from metadata import refresh_queries as q
 from refresh import (AccessHistory, RateEstimate, RateSource, dated_history, estimate_rate,
-                     host_reliability, page_reliability)
+                     page_reliability, reliable_hosts)
 from xyro.jobs.plan_settings import PlannerSettings
 
 HTTP_DATE_TOLERANCE_S = 2.0  # Last-Modified has 1 s resolution, plus a little skew
@@ -40,6 +40,7 @@ class Evidence:
     changes: int
     lm_reliable: bool
     lm_reason: str
+    page_verdict: bool  # the page's own dates passed the test (its host's aside)
 
 
 class PageEstimator:
@@ -79,8 +80,7 @@ class PageEstimator:
         tol = HTTP_DATE_TOLERANCE_S / self._s.time_unit_s
         verdicts = {i: page_reliability(dated_history(h, tol), tol)
                     for i, h in histories.items()}
-        hosts = host_reliability([host_of[i] for i in verdicts],
-                                 [v.reliable for v in verdicts.values()])
+        hosts = self._host_verdicts({i: v.reliable for i, v in verdicts.items()}, host_of)
         out: dict[int, Evidence] = {}
         t_min = self._s.min_interval_units
         for url_id, history in histories.items():
@@ -92,8 +92,26 @@ class PageEstimator:
                 "host's Last-Modified dates failed the test on other pages"
             out[url_id] = Evidence(estimate, int(history.access_times.size),
                                    int(history.changed.sum()), verdict.reliable and host_ok,
-                                   reason)
+                                   reason, verdict.reliable)
         return out
+
+    def _host_verdicts(self, fresh: dict[int, bool], host_of: dict[int, int]
+                       ) -> dict[int, bool]:
+        """Each host's verdict over all its checked pages: the stored verdicts of the
+        others (``urls.lm_reliable``) and the ``fresh`` ones of the pages at hand, which
+        replace theirs. Judged on the pages re-estimated together alone, one host's verdict
+        changed with whichever of its pages a unit happened to observe."""
+        stored_hosts, stored_pages = q.last_modified_verdicts(
+            self._conn, {host_of[i] for i in fresh}, fresh)
+        counts = {h: list(stored_hosts.get(h, (0, 0))) for h in {host_of[i] for i in fresh}}
+        for url_id, ok in fresh.items():
+            count = counts[host_of[url_id]]
+            if url_id in stored_pages:
+                count[0] -= 1
+                count[1] -= not stored_pages[url_id]
+            count[0] += 1
+            count[1] += not ok
+        return reliable_hosts({h: (c[0], c[1]) for h, c in counts.items()})
 
     def evidence(self, pages: q.PlannedPages, need: list[int], top: int,
                  prior: float) -> dict[int, Evidence]:

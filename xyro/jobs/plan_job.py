@@ -62,7 +62,7 @@ import numpy as np
 
 from metadata import JobRun, Op, SetRefresh, SetState
 from metadata import refresh_queries as q
-from metadata.records import SetWeights
+from metadata.records import SetLastModifiedVerdicts, SetWeights
 from refresh import UnitFetchList, baseline_priority, compose_unit
 from xyro.clock import Clock, unit_index
 from xyro.crawl.frontier import DISCOVERY, REFRESH
@@ -330,6 +330,10 @@ class RefreshPlanner:
         if work.weights:
             ids = np.array(sorted(work.weights), dtype=np.int64)
             self._submit(SetWeights(ids, np.array([work.weights[int(i)] for i in ids])))
+        if work.verdicts:
+            ids = np.array(sorted(work.verdicts), dtype=np.int64)
+            self._submit(SetLastModifiedVerdicts(
+                ids, np.array([work.verdicts[int(i)] for i in ids], dtype=bool)))
         self._submit(SetState(q.BANDWIDTH_KEY, s.refresh_bandwidth))
         self._submit(SetState(LEDGER_KEY, led.to_json()))
         self._submit(SetState(WATERMARK_KEY, work.watermark))

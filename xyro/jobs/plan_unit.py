@@ -41,6 +41,12 @@ class UnitWork:
     n_estimated: int
     watermark: int
     full_scan: bool
+    verdicts: dict[int, bool]  # the re-estimated pages' own Last-Modified verdicts
+
+
+def page_verdicts(evidence: dict[int, Evidence]) -> dict[int, bool]:
+    """Each re-estimated page's own Last-Modified verdict, to store for its host's."""
+    return {url_id: ev.page_verdict for url_id, ev in evidence.items()}
 
 
 def refresh_data(rate_s: float, source: str, due: int, interval: float) -> RefreshData:
@@ -79,7 +85,7 @@ def rebuild(conn: sqlite3.Connection, scan: FullScan, s: PlannerSettings, plan: 
                     RateSum(rate_s[fitted] * s.time_unit_s), int(fitted.sum()), water)
     return UnitWork(unit, refresh, weights, scan.candidates(plan, unit), ledger,
                     plan.omega_unclamped, plan.omega, plan.prior, plan.n_estimated,
-                    plan.watermark, True)
+                    plan.watermark, True, page_verdicts(plan.evidence))
 
 
 # -- the folder-based unit: O(G + pages changed) --------------------------------------------
@@ -109,7 +115,7 @@ class FolderUnit:
                         s.importance_source, s.importance_floor, level.k, self.led.planned,
                         self.led.rate_sum, self.led.rate_count, self.led.water)
         return UnitWork(self.unit, refresh, weights, cands, ledger, omega0, omega, prior,
-                        len(evidence), self.top, False)
+                        len(evidence), self.top, False, page_verdicts(evidence))
 
     def _read(self) -> None:
         """Step 1: the observed pages and the due folder, and what becomes of each."""
