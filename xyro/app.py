@@ -298,7 +298,8 @@ def build_publication(app: App) -> PublicationChannel:
     pub = app.config.publication
     return PublicationChannel(PublishedDates(PublishedDateTrusts(
         window=pub.trust_window, min_observations=pub.trust_min_observations,
-        max_disagreement=pub.trust_max_disagreement, tolerance_s=pub.trust_tolerance_s)))
+        max_disagreement=pub.trust_max_disagreement, tolerance_s=pub.trust_tolerance_s)),
+        dead_after=app.config.crawler.dead_after_404s)
 
 
 def robots_token(user_agent_product: str) -> str:

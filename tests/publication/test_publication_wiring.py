@@ -274,3 +274,23 @@ def test_publication_config_keys() -> None:
                 "publication.trust_tolerance_s=-1", "publication.trust_min_observations=99"):
         with pytest.raises(ConfigError, match="publication"):
             load_config(None, {}, [bad])
+
+
+def test_a_source_gone_for_good_is_no_longer_reread(clock: ManualClock) -> None:
+    # A robots.txt ``Sitemap:`` line naming no real file: marked dead by the store after
+    # three 404s, it was still queued at every re-read.
+    frontier = _frontier(clock)
+    channel = PublicationChannel(dead_after=3)
+    gone, moving = "http://a.example/missing.xml", "http://a.example/s.xml"
+    channel.offer(frontier, [gone, moving])
+    for status in (404, 410, 200, 404, 404):   # a success starts the count again
+        channel.answered(gone, status)
+        channel.answered(moving, 404 if status == 200 else 200)
+    assert gone in channel and moving in channel
+    channel.answered(gone, 404)
+    assert gone not in channel and moving in channel
+    channel.answered(gone, 200)                 # no longer a source: nothing to count
+    assert gone not in channel
+    reread = channel.reread(frontier, T0)
+    assert len(reread.queued) + reread.known == 1
+    assert gone not in {o.url for o in reread.queued}

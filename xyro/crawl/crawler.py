@@ -440,6 +440,7 @@ class Crawler:
             return
         self._record(item, result, self._redirects.outcome(item.url, result, outcome), now,
                      done.version, done.prior)
+        self.publication.answered(item.url, result.status)
         if done.publication is not None:
             # Read when its body was complete: a date stamped by the server while answering
             # is no later than that (the fetch start would make it look like the future).

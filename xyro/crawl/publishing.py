@@ -145,9 +145,13 @@ class PublicationChannel:
     schedule re-reads the sources from its own thread.
     """
 
-    def __init__(self, dates: PublishedDates | None = None) -> None:
+    def __init__(self, dates: PublishedDates | None = None, dead_after: int = 3) -> None:
+        """``dead_after``: a source that answers 404 or 410 this many times in a row is
+        forgotten (the store marks such a page dead; ``crawler.dead_after_404s``)."""
         self.dates = dates or PublishedDates()
+        self.dead_after = dead_after
         self._sources: dict[str, int] = {}  # url → link depth
+        self._gone: dict[str, int] = {}  # url → 404/410 answers in a row
         self._announced: dict[str, set[str]] = {}  # sitemap url → origins whose robots.txt
         self._reads = 0
         self._lock = threading.Lock()
@@ -189,6 +193,20 @@ class PublicationChannel:
         with self._lock:
             items = list(self._sources.items())
         return frontier.submit(Source.REFRESH, items, SOURCE_PRIORITY, not_before=now)
+
+    def answered(self, url: str, status: int | None) -> None:
+        """A known source was fetched with HTTP ``status``: after ``dead_after`` 404 or 410
+        in a row it is forgotten, so :meth:`reread` stops queueing a dead sitemap (a
+        robots.txt ``Sitemap:`` line naming no real file was fetched at every re-read)."""
+        with self._lock:
+            if url not in self._sources:
+                return
+            if status not in (404, 410):
+                self._gone.pop(url, None)
+                return
+            self._gone[url] = self._gone.get(url, 0) + 1
+            if self._gone[url] >= self.dead_after:
+                del self._sources[url], self._gone[url]
 
     def __contains__(self, url: object) -> bool:
         with self._lock:
