@@ -221,3 +221,19 @@ def test_an_edge_file_too_large_for_memory_is_a_clear_error(tmp_path: Path) -> N
     assert result.exit_code == 1, result.output
     assert "not enough memory" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_database_mode_lists_no_page_the_crawler_would_refuse(tmp_path: Path,
+                                                              store_pages) -> None:  # noqa: ANN001
+    # Every in-scope page links the same out-of-scope .pdf (skipped by suffix): the best
+    # candidate by far, which the daemon's round would pass over, so the report does too.
+    a, b = "http://a.example/{}".format, "http://b.example/{}".format
+    fetched = {a(i): (a((i + 1) % 10), "http://b.example/doc.pdf", b(i)) for i in range(10)}
+    db = tmp_path / "xyro.db"
+    store_pages(db, fetched)
+    config = _config(tmp_path, db, "scope: {allowed_domains: [a.example]}\n"
+                                   "crawler: {skip_suffixes: ['.pdf']}\n")
+    result = _run(config, "--global-estimate", "--rounds", "2", "--selector", "pf", "--json")
+    assert result.exit_code == 0, result.output
+    chosen = [p["url"] for p in json.loads(result.stdout)["next_pages"]]
+    assert len(chosen) == 10 and "http://b.example/doc.pdf" not in chosen

@@ -32,7 +32,9 @@ from ranking.global_domain import graph_out_links, simple_graph
 from ranking.global_estimate import EstimateParams, estimate_metrics, find_global_pagerank
 from ranking.importance import direct_importance
 from ranking.sweep import SolverParams
-from xyro.app import App
+from xyro.app import App, build_admission
+from xyro.crawl.admission import Source
+from xyro.crawl.frontier import DISCOVERY, admit_offline
 from xyro.config import GlobalEstimateConfig
 from xyro.errors import UsageError, XyroError
 from xyro.jobs.rank_job import load_edge_list
@@ -133,7 +135,15 @@ def estimate_store(app: App, options: GlobalOptions) -> dict[str, Any]:
     n = len(local)
     outside = ~in_scope[view.candidates]
     per_round = options.params(n, damping).round_sizes()
-    chosen = scored.best(int(per_round[0]) if len(per_round) else 0)
+    admission = build_admission(app)
+
+    def admitted(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        ok = {o.url for o in admit_offline(admission, Source.GLOBAL_ESTIMATE,
+                                           [u for _, u in pages], DISCOVERY).queued}
+        return [p for p in pages if p[1] in ok]
+
+    chosen = [url_id - 1 for url_id, _ in scored.best_accepted(
+        int(per_round[0]) if len(per_round) else 0, url_of, admitted)]
     score_of = dict(zip(view.candidates.tolist(), scores.tolist()))
     return {
         "mode": "database", "database": str(app.database_path), "selector": options.selector,

@@ -41,7 +41,8 @@ from ranking.global_estimate import EstimateParams, estimate_metrics
 from xyro.clock import Clock
 from xyro.config import GlobalEstimateConfig
 from xyro.jobs.global_round_state import STATE_KEY, RoundState
-from xyro.jobs.global_stored import StoredDomain, StoredRound, score_stored, stored_domain
+from xyro.jobs.global_stored import (AcceptFn, StoredDomain, StoredRound, score_stored,
+                                     stored_domain)
 from xyro.net.urls import Scope
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 ID_CHUNK = 500  # URL ids per query (SQLite's bound variables)
 
 #: (URL id, URL) of pages to fetch -> those the frontier accepted.
-QueueFn = Callable[[list[tuple[int, str]]], list[tuple[int, str]]]
+QueueFn = AcceptFn
 
 
 class GlobalRounds:
@@ -96,7 +97,7 @@ class GlobalRounds:
             return self._finish(state, "all rounds done", stored.local, scored.estimate)
         sizes = EstimateParams(budget=state.budget, rounds=state.rounds).round_sizes()
         k = min(int(sizes[state.round]), state.budget - state.spent)
-        queued = self._queue_best(scored, stored, k)
+        queued = scored.best_accepted(k, stored.urls, self._queue)
         if not queued:
             return self._finish(state, "no out-of-scope page left to fetch", stored.local,
                                 scored.estimate)
@@ -104,21 +105,6 @@ class GlobalRounds:
                  state.round + 1, state.rounds, len(queued))
         return self._save(replace(state, round=state.round + 1,
                                   spent=state.spent + len(queued), pending=tuple(queued)))
-
-    def _queue_best(self, scored: StoredRound, stored: StoredDomain,
-                    k: int) -> list[tuple[int, str]]:
-        """Queue the k best candidates the crawler's admission accepts: those it refuses
-        (a skipped suffix such as .pdf, a trap, another scheme) are passed over for the
-        next best, or a round of refused links would end the rounds unspent."""
-        queued: list[tuple[int, str]] = []
-        tried = np.empty(0, dtype=np.int64)
-        while len(queued) < k:
-            chosen = scored.best(k - len(queued), tried)
-            if chosen.size == 0:
-                break
-            queued += self._queue([(int(j) + 1, stored.urls[int(j)]) for j in chosen])
-            tried = np.concatenate([tried, chosen])
-        return queued
 
     def resume(self) -> None:
         """At start, once the frontier is restored: offer the pending pages not fetched yet

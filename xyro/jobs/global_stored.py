@@ -9,6 +9,7 @@ Node ids are URL ids − 1, as in :meth:`metadata.MetadataStore.export_graph`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +77,10 @@ def stored_domain(store: MetadataStore, scope: Scope) -> StoredDomain:
                         outside)
 
 
+#: (URL id, URL) of pages -> those accepted (queued by the frontier, or admitted).
+AcceptFn = Callable[[list[tuple[int, str]]], list[tuple[int, str]]]
+
+
 @dataclass(frozen=True)
 class StoredRound:
     """One round of FindGlobalPR over the stored F (L plus the out-of-scope pages with
@@ -97,6 +102,22 @@ class StoredRound:
             scores = np.where(np.isin(self.view.candidates, excluded), -np.inf, scores)
         chosen = top_candidates(self.view, scores, k)
         return chosen[np.isfinite(scores[np.searchsorted(self.view.candidates, chosen)])]
+
+    def best_accepted(self, k: int, urls: list[str], accept: AcceptFn
+                      ) -> list[tuple[int, str]]:
+        """(URL id, URL) of the k best candidates that ``accept`` takes (it returns those
+        of the pages it is given that it takes): the crawler's admission refuses some for
+        good (a skipped suffix such as .pdf, a trap, another scheme), and the next best
+        take their place, or a round of refused links would end the rounds unspent."""
+        taken: list[tuple[int, str]] = []
+        tried = np.empty(0, dtype=np.int64)
+        while len(taken) < k:
+            chosen = self.best(k - len(taken), tried)
+            if chosen.size == 0:
+                break
+            taken += accept([(int(j) + 1, urls[int(j)]) for j in chosen])
+            tried = np.concatenate([tried, chosen])
+        return taken
 
 
 def score_stored(stored: StoredDomain, selector: str, degree: str,
