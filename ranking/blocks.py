@@ -23,7 +23,15 @@ page, less than the one-host sweep's 18) and one slice: the slices cut for one h
 budget fit each worker's. What moves per sweep: each task reads the two gathered vectors
 whole (16·n bytes) and its slices, and writes 24 bytes per page of its block. The dangling
 mass δ and ‖PR‖₁ start each sweep at their values after the previous one; each task
-returns its change of them and the driver adds them up.
+returns its pages' new mass without out-links, and the driver sums δ anew from them (as
+``ranking.outofcore`` does: carried, its rounding drift held the residual near 2e-12).
+
+Paper variant: when the importance stalls (``ranking.sweep.Stall``), the driver restarts
+both rankings from E and E′ (the first pass again, into the parity files the next sweep
+reads) and goes on by Jacobi, the power iteration of eq. 6–7, as ``ranking.outofcore``
+does: a task then writes its new pre-scaled values into a second gathered vector (8 more
+bytes per page) and keeps δ and ‖PR‖₁ of the sweep's start for every slice, so no block
+reads a value of this sweep.
 
 Who runs the tasks is the caller's ``run_tasks(function, items)`` (a list of results, in
 order): :func:`serial_tasks` here; a Dask cluster in ``xyro.jobs.rank_cluster``. Both
@@ -49,7 +57,7 @@ from ranking.outofcore import CombinedResult, checked_mask
 from ranking.results import ConvergenceError, ProgressFn, RankResult, SweepProgress
 from ranking.slice_sweep import SliceEquations, SliceLinks, start_slice, sweep_slice
 from ranking.slices import SliceStore, StopCheck, read_into, stop_point
-from ranking.sweep import SolverParams
+from ranking.sweep import SolverParams, Stall
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -93,11 +101,13 @@ class BlockJob:
 
 @dataclass(frozen=True)
 class BlockRange:
-    """The first pass over slices [first, stop) of a job."""
+    """The first pass over slices [first, stop) of a job, into the files of ``parity``
+    (0; a restart writes those the next sweep reads)."""
 
     job: BlockJob
     first: int
     stop: int
+    parity: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,8 @@ class BlockStart:
 @dataclass(frozen=True)
 class BlockSweep:
     """Sweep ``sweep`` of slices [first, stop): the state the previous sweep left, already
-    renormalized (``factor`` is what multiplies the values in the parity files)."""
+    renormalized (``factor`` is what multiplies the values in the parity files).
+    ``jacobi``: the importance by Jacobi (module doc)."""
 
     job: BlockJob
     sweep: int
@@ -119,6 +130,7 @@ class BlockSweep:
     delta: float
     mass: float
     xml_mass: float
+    jacobi: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,8 +142,7 @@ class BlockStep:
     interest_diff: float
     interest_total: float
     xml_mass: float
-    delta_change: float
-    mass_change: float
+    dangling_mass: float   # Σ new importance over the block's pages without out-links
     bytes_read: int
     bytes_written: int
     seconds: float
@@ -225,8 +236,9 @@ def block_parts(store: SliceStore, blocks: int) -> tuple[tuple[int, int], ...]:
 
 def start_block(item: BlockRange, before_slice: SliceHook | None = None) -> BlockStart:
     """First pass over a block: its pages' PR₀ = E, the pre-scaled vector, the flags and
-    the interest's starting value, into parity 0; returns its dangling and XML mass."""
-    job = item.job
+    the interest's starting value, into ``item.parity``; returns its dangling and XML
+    mass."""
+    job, parity = item.job, item.parity
     dangling = xml_mass = 0.0
     for k in range(item.first, item.stop):
         if before_slice is not None:
@@ -237,11 +249,11 @@ def start_block(item: BlockRange, before_slice: SliceHook | None = None) -> Bloc
         x0 = np.full(r1 - r0, e) if isinstance(e, float) else e
         scaled, flags = start_slice(links, x0, job.equations.damping)
         xml = _read(job.path("xml"), "?", r0, r1)
-        _write(job.path("importance", 0), "<f8", r0, x0)
-        _write(job.path("scaled", 0), "<f8", r0, scaled)
+        _write(job.path("importance", parity), "<f8", r0, x0)
+        _write(job.path("scaled", parity), "<f8", r0, scaled)
         _write(job.path("flags"), "u1", r0, flags)
         if job.has_xml:
-            _write(job.path("interest", 0), "<f8", r0, xml / job.equations.xml_count)
+            _write(job.path("interest", parity), "<f8", r0, xml / job.equations.xml_count)
         dangling += float(x0[flags & DANGLING > 0].sum())
         xml_mass += float(x0[xml].sum())
     return BlockStart(dangling, xml_mass)
@@ -256,13 +268,13 @@ def sweep_block(item: BlockSweep, before_slice: SliceHook | None = None) -> Bloc
     scratch = Scratch()
     scaled = scratch.read("scaled", job.path("scaled", s - 1), "<f8", 0, n)
     scaled *= item.factor
+    scaled_out = scratch.array("scaled-out", "<f8", n) if item.jacobi else None
     interest = (scratch.read("interest", job.path("interest", s - 1), "<f8", 0, n)
                 if job.has_xml else None)
     read = 8 * n * (2 if job.has_xml else 1)
     written = 0
     direct = DanglingMass(item.delta, item.mass, spread=job.spread)
-    delta, mass = item.delta, item.mass
-    d_diff = d_total = i_diff = i_total = xml_mass = 0.0
+    d_diff = d_total = i_diff = i_total = xml_mass = dangling = 0.0
     for k in range(item.first, item.stop):
         if before_slice is not None:
             before_slice(s, k)
@@ -275,20 +287,22 @@ def sweep_block(item: BlockSweep, before_slice: SliceHook | None = None) -> Bloc
         e, e_bytes = job.teleport(r0, r1)
         read += links.nbytes + 10 * (r1 - r0) + e_bytes
         step = sweep_slice(links, job.equations, x, e, flags, xml, scaled, interest, direct,
-                           item.xml_mass)
+                           item.xml_mass, scaled_out)
         d_diff += step.importance_diff
         d_total += step.importance_total
         i_diff += step.interest_diff
         i_total += step.interest_total
         xml_mass += step.xml_mass
+        dangling += step.dangling_mass
         _write(job.path("importance", s), "<f8", r0, step.importance)
-        _write(job.path("scaled", s), "<f8", r0, scaled[r0:r1])
+        _write(job.path("scaled", s), "<f8", r0,
+               (scaled if scaled_out is None else scaled_out)[r0:r1])
         written += 16 * (r1 - r0)
         if step.interest is not None:
             _write(job.path("interest", s), "<f8", r0, step.interest)
             written += 8 * (r1 - r0)
-    return BlockStep(d_diff, d_total, i_diff, i_total, xml_mass, direct.delta - delta,
-                     direct.mass - mass, read, written, time.perf_counter() - started)
+    return BlockStep(d_diff, d_total, i_diff, i_total, xml_mass, dangling, read, written,
+                     time.perf_counter() - started)
 
 
 def prepare_job(store: SliceStore, mask: np.ndarray, e: np.ndarray | float, damping: float,
@@ -335,15 +349,40 @@ def rank_blocks(store: SliceStore, xml_mask: np.ndarray, params: SolverParams, *
             Scratch.release()
 
 
+@dataclass
+class _Carried:
+    """What the driver hands from one sweep to the next: the factor of the parity files,
+    δ, ‖PR‖₁, the XML pages' importance (E″), and whether the importance is by Jacobi."""
+
+    factor: float
+    delta: float
+    mass: float
+    xml_mass: float
+    jacobi: bool = False
+
+    def task(self, job: BlockJob, sweep: int, part: tuple[int, int]) -> BlockSweep:
+        return BlockSweep(job, sweep, part[0], part[1], self.factor, self.delta, self.mass,
+                          self.xml_mass, self.jacobi)
+
+
+def _start(job: BlockJob, parts: tuple[tuple[int, int], ...], run_tasks: RunTasks,
+           parity: int = 0, jacobi: bool = False) -> _Carried:
+    """The first pass into the files of ``parity``: PR₀ = E. Also the restart when
+    Gauss-Seidel stalls (``ranking.sweep.Stall``: from the first iterate, since the power
+    iteration crawls from the stalled one), into the files the next sweep reads."""
+    starts = run_tasks(start_block, [BlockRange(job, a, b, parity) for a, b in parts])
+    return _Carried(1.0, sum(s.dangling_mass for s in starts), 1.0,
+                    sum(s.xml_mass for s in starts), jacobi)
+
+
 def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverParams,
             run_tasks: RunTasks, progress: ProgressFn | None, check_stop: StopCheck | None,
             started: float) -> BlockRanking:
     store, n = job.store, job.store.n
     stop_point(check_stop)
-    starts = run_tasks(start_block, [BlockRange(job, a, b) for a, b in parts])
-    delta = sum(s.dangling_mass for s in starts)
-    xml_mass = sum(s.xml_mass for s in starts)
-    mass, factor = 1.0, 1.0
+    carried = _start(job, parts, run_tasks)
+    stall = Stall() if job.spread else None
+    method = "out-of-core"
     res_d: list[float] = []
     res_i: list[float] = []
     seconds: list[float] = []
@@ -353,8 +392,8 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
     for sweep in range(1, params.max_iter + 1):
         stop_point(check_stop)
         t0 = time.perf_counter()
-        steps: list[BlockStep] = run_tasks(sweep_block, [
-            BlockSweep(job, sweep, a, b, factor, delta, mass, xml_mass) for a, b in parts])
+        steps: list[BlockStep] = run_tasks(
+            sweep_block, [carried.task(job, sweep, part) for part in parts])
         seconds.append(time.perf_counter() - t0)
         longest.append(max(s.seconds for s in steps))
         moved_in.append(sum(s.bytes_read for s in steps))
@@ -368,9 +407,9 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
         if job.has_xml:
             res_i.append(sum(s.interest_diff for s in steps) / i_total)
         factor = 1.0 / d_total  # renormalize the importance to ‖PR‖₁ = 1
-        delta = (delta + sum(s.delta_change for s in steps)) * factor
-        mass = (mass + sum(s.mass_change for s in steps)) * factor
-        xml_mass = sum(s.xml_mass for s in steps) * factor
+        carried = _Carried(factor, sum(s.dangling_mass for s in steps) * factor,
+                           d_total * factor, sum(s.xml_mass for s in steps) * factor,
+                           carried.jacobi)
         if progress is not None:
             progress(SweepProgress("importance", sweep, res_d[-1]))
             if job.has_xml:
@@ -382,12 +421,18 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
             interest = (_read(job.path("interest", sweep), "<f8", 0, n) if job.has_xml
                         else np.zeros(n))
             result = CombinedResult(
-                RankResult(values, sweep, res_d[-1], tuple(res_d), elapsed, "out-of-core"),
+                RankResult(values, sweep, res_d[-1], tuple(res_d), elapsed, method),
                 RankResult(interest, sweep if job.has_xml else 0,
                            res_i[-1] if job.has_xml else 0.0, tuple(res_i), elapsed,
-                           "out-of-core"),
+                           method),
                 store.count, elapsed / sweep)
             return BlockRanking(result, parts, tuple(seconds), tuple(longest),
                                 tuple(moved_in), tuple(moved_out))
+        if res_d[-1] < params.tol:
+            stall = None  # the importance has converged: the interest is what goes on
+        elif stall is not None and stall(res_d[-1]):
+            stop_point(check_stop)
+            carried = _start(job, parts, run_tasks, parity=sweep, jacobi=True)
+            stall, method = None, "out-of-core, then jacobi"
     name, res = ("importance", res_d) if res_d[-1] >= params.tol else ("interest", res_i)
     raise ConvergenceError(name, params.max_iter, res[-1], params.tol, tuple(res))

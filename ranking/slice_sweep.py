@@ -9,9 +9,16 @@ teleport, XML count), :func:`sweep_slice` computes the slice's new direct import
 its in-links, then its new interest from its out-links, point Gauss-Seidel for both (the
 kernel of ``ranking.gauss_seidel``): every new value is written at once into the vectors
 the following rows and slices gather from. It returns the slice's new values and the step
-norms the stopping rule sums (Σ|Δx|, Σx for each ranking, and the slice's XML mass of
-importance, which E″ needs). δ, the dangling mass, is carried in and out in
-``DanglingMass``.
+norms the stopping rule sums (Σ|Δx|, Σx for each ranking, the slice's XML mass of
+importance, which E″ needs, and its mass on pages without out-links, from which the caller
+sums δ anew after each sweep). Within a sweep δ, the dangling mass, is carried in and out
+in ``DanglingMass``.
+
+Jacobi (``scaled_out``): the paper variant can stall under Gauss-Seidel (``ranking.sweep.
+Stall``), and the callers then switch the direct importance to the power iteration of
+eq. 6–7: the slice reads the sweep-start pre-scaled vector and writes its new values into
+``scaled_out``, and δ and ‖PR‖₁ stay those of the sweep's start (q is the same for every
+slice). The interest equation is linear and stays Gauss-Seidel.
 
 :func:`start_slice` is the first pass over a slice: its pages' share of the pre-scaled
 vector and their flags (no out-link, self-link).
@@ -25,11 +32,12 @@ Jacobi across workers).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ranking.gauss_seidel import SELF_LINK, DanglingMass, Rows, page_flags, sweep_rows
+from ranking.gauss_seidel import (DANGLING, SELF_LINK, DanglingMass, Rows, page_flags,
+                                  sweep_rows)
 from ranking.slices import SliceStore
 
 
@@ -84,6 +92,7 @@ class SliceStep:
     interest_diff: float
     interest_total: float
     xml_mass: float                 # Σ importance (new) over the slice's XML pages
+    dangling_mass: float = 0.0      # Σ importance (new) over its pages without out-links
 
 
 def inverse_degree(out_ptr: np.ndarray) -> np.ndarray:
@@ -104,7 +113,7 @@ def start_slice(links: SliceLinks, importance: np.ndarray,
 def sweep_slice(links: SliceLinks, eq: SliceEquations, importance: np.ndarray,
                 teleport: np.ndarray | float, flags: np.ndarray, xml: np.ndarray,
                 scaled: np.ndarray, interest: np.ndarray | None, direct: DanglingMass,
-                xml_mass: float) -> SliceStep:
+                xml_mass: float, scaled_out: np.ndarray | None = None) -> SliceStep:
     """One slice of one sweep, direct importance then inverse interest.
 
     Per-slice inputs (the slice's pages): ``importance`` (updated in place: the new values
@@ -113,19 +122,23 @@ def sweep_slice(links: SliceLinks, eq: SliceEquations, importance: np.ndarray,
     updated in place on the slice's pages: ``scaled`` (c·PR/OutDeg) and ``interest`` (None
     when ``eq.xml_count`` is 0). ``direct``: δ and ‖PR‖₁ carried from row to row (updated);
     ``xml_mass``: the XML pages' share of the importance at the end of the previous sweep
-    (normalized), the denominator of E″."""
+    (normalized), the denominator of E″. ``scaled_out`` (whole graph): a Jacobi sweep of
+    the importance (module doc); ``scaled`` and ``direct`` are then only read."""
     c, r0, r1 = eq.damping, links.first, links.first + links.rows
     c_inv_deg = links.scaled_inverse_degree(c)
     tele_d = (1.0 - c) * teleport
     rows = Rows(links.in_ptr, links.in_idx, r0, c_inv_deg, None, tele_d, flags)
-    d_diff, d_total = sweep_rows(rows, importance, scaled, direct, c)
+    d_diff, d_total = sweep_rows(rows, importance, scaled,
+                                 direct if scaled_out is None else replace(direct), c,
+                                 scaled_out)
     mass = float(importance[xml].sum())
+    dangling = float(importance[flags & DANGLING > 0].sum())
     if interest is None or eq.xml_count <= 0:
-        return SliceStep(importance, None, d_diff, d_total, 0.0, 0.0, mass)
+        return SliceStep(importance, None, d_diff, d_total, 0.0, 0.0, mass, dangling)
     e_i = (np.where(xml, importance, 0.0) / xml_mass if eq.interest_from_importance
            else xml / eq.xml_count)
     rows = Rows(links.out_ptr, links.out_idx, r0, None, c_inv_deg, (1.0 - c) * e_i,
                 flags & SELF_LINK)
     part = interest[r0:r1]
     i_diff, i_total = sweep_rows(rows, part, interest, DanglingMass(), c)
-    return SliceStep(importance, part, d_diff, d_total, i_diff, i_total, mass)
+    return SliceStep(importance, part, d_diff, d_total, i_diff, i_total, mass, dangling)
