@@ -12,6 +12,8 @@ import json
 import sqlite3
 from typing import Any
 
+from metadata.views import NEWEST_UNIT_FIRST
+
 #: An ``xml_versions`` row kept for a DTD or an external entity rather than a document: the
 #: loader stores those bytes without a C14N signature (``LoaderStage.store_entity``), and
 #: reads them back by the same test. Apply it to a URL's latest version.
@@ -63,12 +65,13 @@ def store_status(conn: sqlite3.Connection, current_unit: int | None) -> dict[str
         "pending": q("SELECT count(*) FROM pending").fetchone()[0],
         "opic": opic_summary(conn),
         "fetch_units": [dict(zip(_UNIT_COLUMNS, r)) for r in q(
-            f"SELECT {', '.join(_UNIT_COLUMNS)} FROM fetch_units ORDER BY unit DESC LIMIT 2")],
+            f"SELECT {', '.join(_UNIT_COLUMNS)} FROM fetch_units "
+            f"ORDER BY {NEWEST_UNIT_FIRST} LIMIT 2")],
         "state": state,
     }
 
 
-_UNIT_COLUMNS = ("unit", "bandwidth", "fetched", "refresh", "discovery", "urgent",
+_UNIT_COLUMNS = ("unit", "unit_s", "bandwidth", "fetched", "refresh", "discovery", "urgent",
                  "carried_over", "ended")
 
 

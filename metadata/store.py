@@ -32,6 +32,7 @@ from metadata.resolver import UrlResolver
 from metadata.schema import CURRENT_VERSION, file_version, migrate
 from metadata.status import store_status
 from metadata.urlkeys import HashFn, url_hash
+from metadata.views import NEWEST_UNIT_FIRST
 from metadata.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ StopCheck = Callable[[], None]
 # SQLite virtual-machine instructions between two calls of a stop check during a scan:
 # ~1 ms of work here, so a check costs nothing measurable and a stop waits about that long.
 STOP_CHECK_INSTRUCTIONS = 100_000
+_UNIT_SPENT_COLUMNS = ("unit, unit_s, bandwidth, fetched, refresh, discovery, urgent, "
+                       "carried_over, ended, updated_at")
 
 
 class MetadataStore:
@@ -249,13 +252,22 @@ class MetadataStore:
         return None if row is None else (row[0], row[1], row[2], bytes(row[3]))
 
     def fetch_units(self, last: int = 1, before: int | None = None) -> list[UnitSpent]:
-        """The ``last`` units' bandwidth rows (``fetch_units``), newest first; with
-        ``before``, only units before that one."""
+        """The ``last`` units' bandwidth rows (``fetch_units``), newest first
+        (:data:`metadata.views.NEWEST_UNIT_FIRST`); with ``before``, only units numbered
+        below it (numbers count in each row's own unit length)."""
         rows = self._conn().execute(
-            "SELECT unit, unit_s, bandwidth, fetched, refresh, discovery, urgent, carried_over, "
-            "ended, updated_at FROM fetch_units WHERE unit < ? ORDER BY unit DESC LIMIT ?",
+            f"SELECT {_UNIT_SPENT_COLUMNS} FROM fetch_units WHERE unit < ? "
+            f"ORDER BY {NEWEST_UNIT_FIRST} LIMIT ?",
             (2**62 if before is None else before, last)).fetchall()
-        return [UnitSpent(*row[:8], bool(row[8]), row[9]) for row in rows]
+        return [_unit_spent(row) for row in rows]
+
+    def fetch_unit(self, unit: int, unit_s: float) -> UnitSpent | None:
+        """The bandwidth row of unit ``unit`` of ``unit_s`` seconds, or None: a row of
+        another unit length is another span of time, even under the same number."""
+        row = self._conn().execute(
+            f"SELECT {_UNIT_SPENT_COLUMNS} FROM fetch_units WHERE unit = ? AND unit_s = ?",
+            (unit, unit_s)).fetchone()
+        return None if row is None else _unit_spent(row)
 
     def get_state(self, key: str, default: object = None) -> object:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
@@ -388,3 +400,9 @@ def _stoppable(conn: sqlite3.Connection, check_stop: StopCheck | None) -> Iterat
         conn.set_progress_handler(None, 0)
     if raised:  # interrupted in a statement whose error the reader swallowed
         raise raised[0]
+
+
+def _unit_spent(row: Sequence) -> UnitSpent:
+    """A ``fetch_units`` row (:data:`_UNIT_SPENT_COLUMNS`) as its record; SQLite keeps
+    ``ended`` as 0/1."""
+    return UnitSpent(*row[:8], bool(row[8]), row[9])

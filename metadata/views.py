@@ -30,6 +30,12 @@ v_fetch_units       the crawl bandwidth per refresh time unit, newest first: the
 
 from __future__ import annotations
 
+#: The order of ``fetch_units`` rows, newest first: by the time each row was last written.
+#: Not by unit number, nor by start time (unit × unit_s): after ``refresh.time_unit_s``
+#: changes, a row of the old length can have a larger number (a shorter unit) or a later
+#: start (the last short unit inside the first long one) than the unit running now.
+NEWEST_UNIT_FIRST = "updated_at DESC, unit * unit_s DESC"
+
 VIEWS: dict[str, str] = {
     "v_pages_by_type": """
         SELECT type, count(*) AS pages, sum(accesses > 0) AS fetched,
@@ -98,5 +104,5 @@ VIEWS: dict[str, str] = {
         SELECT unit, datetime(unit * unit_s, 'unixepoch') AS starts, bandwidth, fetched,
                bandwidth - fetched AS unspent, refresh, discovery, urgent, carried_over,
                CASE WHEN ended THEN 'ended' ELSE 'running or stopped in it' END AS state
-        FROM fetch_units ORDER BY unit DESC""",
+        FROM fetch_units ORDER BY """ + NEWEST_UNIT_FIRST,
 }

@@ -259,8 +259,10 @@ def build_budget(app: App, store: MetadataStore, frontier: Frontier,
     budget = UnitBudget(cfg.bandwidth_pages_per_unit, cfg.time_unit_s, cfg.discovery_share,
                         lambda: frontier.queued(REFRESH), submit, planner=True,
                         servable=lambda until, cap: frontier.servable(REFRESH, until, cap))
-    last = store.fetch_units(1)
-    budget.resume(last[0] if last else None, app.clock.now())
+    # The row of the unit running now, at the configured length: the newest row may be of
+    # another length (refresh.time_unit_s changed), whose count is not this unit's.
+    now = app.clock.now()
+    budget.resume(store.fetch_unit(unit_index(now, cfg.time_unit_s), cfg.time_unit_s), now)
     return budget
 
 

@@ -110,7 +110,7 @@ def test_text_has_labelled_sections_with_units(site: dict[str, object]) -> None:
                    "1 document(s), 1 DTD(s) and entity file(s), 2 stored version(s)",
                    "live crawl of the daemon (2026-01-01T00:15:00Z, ",
                    "12,345 fetched in 5 min real (41.25 pages/s), 5.0 MiB",
-                   "523 queued, 4 in flight, 9 host(s) waiting",
+                   "523 queued, 4 in flight, 9 host(s) with queued URLs",
                    "last finished crawl (ended 2026-01-01T00:10:00Z, ",
                    "refresh plan (unit ", "unit length 1 day",
                    "5,000 pages/unit: 4,000 refresh + 1,000 discovery (ρ = 20%)",

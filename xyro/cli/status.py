@@ -109,14 +109,16 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
     """The refresh settings (configuration) beside what the last planning run left: K, Ω
     and the prior rate (None until ``xyro plan --run`` or the daemon has planned a unit)."""
     cfg = app.config.refresh
-    g, share = cfg.bandwidth_pages_per_unit, cfg.discovery_share
+    g, share = unit_bandwidth(raw) or cfg.bandwidth_pages_per_unit, cfg.discovery_share
     plans = [r for r in runs if r.get("name") == "plan"]
     prior = _number(state.get("refresh.prior_rate_per_unit"))
     unit_s = raw.get("unit_s", cfg.time_unit_s)  # the stored folders' unit (`status`)
     return {
         "unit": raw.get("current_unit"), "unit_s": unit_s,
         "configured_unit_s": cfg.time_unit_s,
-        "bandwidth_pages_per_unit": g, "discovery_share": share,
+        "bandwidth_pages_per_unit": g,
+        "configured_bandwidth_pages_per_unit": cfg.bandwidth_pages_per_unit,
+        "discovery_share": share,
         "refresh_pages_per_unit": round(g * (1.0 - share), 3),
         "discovery_pages_per_unit": round(g * share, 3),
         "min_interval_units": cfg.min_interval_units,
@@ -129,6 +131,15 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
         "planned_at_s": plans[0]["finished"] if plans else None,
         "planned_at": plans[0]["finished_iso"] if plans else None,
     }
+
+
+def unit_bandwidth(raw: Mapping[str, Any]) -> int | None:
+    """G as the crawl's newest unit spent it (its ``fetch_units`` row), or None before any
+    unit: the crawl that filled the store may have had another G than this configuration
+    (``xyro demo`` gives its own; an operator may have changed the key since)."""
+    units = raw.get("fetch_units") or []
+    g = units[0].get("bandwidth") if units and isinstance(units[0], Mapping) else None
+    return g if isinstance(g, int) and not isinstance(g, bool) else None
 
 
 def _number(value: Any) -> float | None:

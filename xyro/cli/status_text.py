@@ -180,8 +180,10 @@ def _crawl_rows(c: Mapping[str, Any]) -> list[tuple[str, str]]:
     if "queued" in c:
         rows.append(("queue", f"{number(c.get('queued', 0))} queued, "
                               f"{number(c.get('in_flight', 0))} in flight, "
-                              f"{number(c.get('hosts_waiting', 0))} host(s) waiting out their "
-                              "politeness delay"))
+                              # hosts_waiting counts the hosts holding queued URLs,
+                              # whether their politeness delay has run out or not
+                              f"{number(c.get('hosts_waiting', 0))} host(s) with queued "
+                              "URLs"))
     if c.get("refused_by_reason"):
         rows.append(("refused", counts(c["refused_by_reason"])))
     if "loader_pending" in c:
@@ -254,11 +256,16 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
     configured = float(p.get("configured_unit_s") or unit_s)
     k, omega, prior = p.get("k"), p.get("omega"), p.get("prior_rate_per_unit")
     share = float(p.get("discovery_share") or 0.0)
+    g = p.get("bandwidth_pages_per_unit")  # the last unit's G (the config's before any unit)
+    configured_g = p.get("configured_bandwidth_pages_per_unit")
     rows = [
-        ("budget G", f"{number(p.get('bandwidth_pages_per_unit'))} pages/unit: "
+        ("budget G", f"{number(g)} pages/unit: "
                      f"{number(p.get('refresh_pages_per_unit'))} refresh + "
                      f"{number(p.get('discovery_pages_per_unit'))} discovery "
-                     f"(ρ = {share:.0%})"),
+                     f"(ρ = {share:.0%})"
+                     + ("" if configured_g in (None, g) else
+                        f", as the crawl's last unit had it; the configuration says "
+                        f"{number(configured_g)}")),
         *_spent_rows(r.get("fetch_units") or []),
         ("due now", "-" if p.get("due_now") is None else
                     f"{number(p.get('due_now'))} page(s) in folders up to unit {p.get('unit')}"),

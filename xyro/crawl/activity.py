@@ -122,16 +122,19 @@ class SummaryLine:
     def emit(self, snap: Mapping[str, Any], due: int | None = None) -> str:
         """Log (INFO) and return one summary of ``snap`` (a :meth:`Crawler.snapshot`)."""
         now = self._monotonic()
-        pages, errors = int(snap.get("pages", 0)), dict(snap.get("errors_by_kind", {}))
+        errors = dict(snap.get("errors_by_kind", {}))
+        # Pages fetched, as pages_per_s counts them: a robots.txt refusal is a page record
+        # but no fetch.
+        fetched = int(snap.get("pages", 0)) - int(errors.get("robots", 0))
         if self._last is None:  # the crawl's own rate since it started
             since, rate, new_errors = None, float(snap.get("pages_per_s", 0.0)), errors
         else:
-            t0, pages0, errors0 = self._last
+            t0, fetched0, errors0 = self._last
             since = now - t0
-            rate = (pages - pages0) / since if since > 0 else 0.0
+            rate = (fetched - fetched0) / since if since > 0 else 0.0
             new_errors = {k: v - errors0.get(k, 0) for k, v in errors.items()
                           if v - errors0.get(k, 0) > 0}
-        self._last = (now, pages, errors)
+        self._last = (now, fetched, errors)
         line = format_summary(snap, rate, new_errors, since, due)
         self._log.info("%s", line)
         return line
@@ -157,4 +160,5 @@ def format_summary(snap: Mapping[str, Any], rate: float, new_errors: Mapping[str
     return (f"summary: {rate:.1f} pages/s{window}, {int(snap.get('pages', 0))} pages in all; "
             f"errors since last: {errors}; queued {int(snap.get('queued', 0))}"
             f"{f' ({levels})' if levels else ''}, in flight {int(snap.get('in_flight', 0))}, "
-            f"hosts waiting {int(snap.get('hosts_waiting', 0))}; due this unit {due_text}")
+            f"hosts with queued URLs {int(snap.get('hosts_waiting', 0))}; "
+            f"due this unit {due_text}")

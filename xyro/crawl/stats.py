@@ -106,9 +106,12 @@ class CrawlStats:
         """A JSON-ready copy: counters, pages/s, and whatever the engine adds (queue sizes)."""
         with self._lock:
             elapsed = max(self.elapsed_s, 1e-9)
+            # A page robots.txt refused is a page record, not a fetch: the rate counts the
+            # pages fetched, as `xyro status` and the demo show them beside it.
+            fetched = self.pages - self.errors["robots"]
             return {
                 "pages": self.pages,
-                "pages_per_s": round(self.pages / elapsed, 2),
+                "pages_per_s": round(fetched / elapsed, 2),
                 "elapsed_s": round(elapsed, 2),
                 "robots_fetches": self.robots_fetches,
                 "bytes": self.bytes,

@@ -49,6 +49,8 @@ from xyro.service.signals import handle_signals
 
 log = logging.getLogger("xyro.service.daemon")
 
+#: The state key of the running daemon's crawl counters (``xyro status``: live crawl).
+LIVE_KEY = "crawl.live"
 STATUS_INTERVAL_S = 10.0  # real seconds between status publications
 PLAN_AFTER_UNIT_START_S = 0.02  # real seconds: scheduler jitter, so plans see their unit
 
@@ -94,6 +96,7 @@ class Daemon:
             self._rounds = self._global_rounds(store, parts)
             scheduler = self._scheduler()
             try:
+                self._clear_live()  # until this run's first publication
                 resumed = restore_frontier(
                     store, parts.crawler, self.app.config.scope.allow_private_addresses,
                     self._rounds.state.pending_urls if self._rounds else frozenset())
@@ -264,7 +267,10 @@ class Daemon:
             conn.close()
         queued, refused = self._queue_planned(planner.offers(due))
         self.jobs.planned(planner.last_unit)
-        self._due_this_unit = len(due)
+        # The due pages alone: the fetch list also holds the unit's unread pages and the
+        # pages read ahead of their due time.
+        last = planner.last_unit
+        self._due_this_unit = last.due if last is not None else None
         log.info("refresh unit planned: %d pages queued%s", queued,
                  f", {refused} refused by the admission" if refused else "")
 
@@ -305,11 +311,19 @@ class Daemon:
             return
         # updated_at (crawl clock): lets `xyro status` tell a live snapshot from a stale one.
         snap = {**self._parts.crawler.snapshot(), "updated_at": self.app.clock.now()}
-        key = "crawl.last_run" if final else "crawl.live"
+        key = "crawl.last_run" if final else LIVE_KEY
         self._parts.writer.submit(SetState(key, json.dumps(snap, default=str)))
+        if final:  # the crawl is over: no live crawl for `xyro status` to show
+            self._clear_live()
         self.notifier.status(f"{snap['pages']} pages, {snap['pages_per_s']} pages/s, "
                              f"{snap['queued']} queued, "
                              f"{sum(snap['errors_by_kind'].values())} errors")
+
+    def _clear_live(self) -> None:
+        """Empty ``crawl.live`` (null, which `xyro status` shows as none published): a
+        previous run's counters are not this daemon's live crawl."""
+        if self._parts is not None:
+            self._parts.writer.submit(SetState(LIVE_KEY, None))
 
     def _reload_job(self) -> None:
         if not self._reload.is_set() or self._reload_config is None:
