@@ -45,6 +45,8 @@ def test_budget_g_is_the_one_the_last_unit_had(tmp_path: Path) -> None:
     assert ("budget G" in text and "300 pages/unit: 240 refresh + 60 discovery (ρ = 20%), "
             "as the crawl's last unit had it; the configuration says 100,000") in text
     assert "264 of 300 fetched" in text
+    # no plan stored: the status counts in the configured day; these units were 10 min
+    assert "unit 2993132 of 10 min " in text and "unit 2993131 of 10 min " in text
     plan = json.loads(_status(env, "--json").stdout)["refresh"]
     assert plan["bandwidth_pages_per_unit"] == 300
     assert plan["configured_bandwidth_pages_per_unit"] == 100_000

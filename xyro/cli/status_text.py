@@ -266,7 +266,7 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
                      + ("" if configured_g in (None, g) else
                         f", as the crawl's last unit had it; the configuration says "
                         f"{number(configured_g)}")),
-        *_spent_rows(r.get("fetch_units") or []),
+        *_spent_rows(r.get("fetch_units") or [], unit_s),
         ("due now", "-" if p.get("due_now") is None else
                     f"{number(p.get('due_now'))} page(s) in folders up to unit {p.get('unit')}"),
         ("K", NOT_PLANNED if k is None else
@@ -287,13 +287,16 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
     return _section(title, rows)
 
 
-def _spent_rows(units: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """The bandwidth the crawl spent in its last units (table fetch_units), newest first."""
+def _spent_rows(units: list[Mapping[str, Any]], unit_s: float) -> list[tuple[str, str]]:
+    """The bandwidth the crawl spent in its last units (table fetch_units), newest first;
+    a unit of another length than ``unit_s`` (the plan's) says its own."""
     rows = []
     for u in units:
         left = ("" if u.get("carried_over") is None else
                 f"; {number(u['carried_over'])} due page(s) carried over to the next unit")
-        rows.append((f"unit {u.get('unit')}",
+        own = float(u.get("unit_s") or unit_s)
+        rows.append((f"unit {u.get('unit')}" + ("" if own == unit_s else
+                                                 f" of {duration(own)}"),
                      f"{number(u.get('fetched'))} of {number(u.get('bandwidth'))} fetched "
                      f"({number(u.get('refresh'))} refresh, {number(u.get('discovery'))} "
                      f"discovery, {number(u.get('urgent'))} urgent)"
