@@ -19,6 +19,7 @@ from xyro.cli import cli
 from xyro.cli.status_text import duration, format_report, number, render_status
 from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_KEY
 from xyro.jobs.global_round_state import RoundState
+from xyro.service.crawl_lock import CrawlLock
 
 if "status" not in cli.commands:
     cli_status.register(cli)
@@ -104,7 +105,8 @@ def test_json_keeps_its_keys_and_adds_decoded_sections(site: dict[str, object]) 
 
 
 def test_text_has_labelled_sections_with_units(site: dict[str, object]) -> None:
-    text = run(site, "status").stdout
+    with CrawlLock(Path(str(site["config"])).with_name("xyro.db")):  # the daemon runs
+        text = run(site, "status").stdout
     assert "{" not in text  # no raw JSON line left
     for needle in ("URLs: 4 known on 2 host(s)",
                    "1 document(s), 1 DTD(s) and entity file(s), 2 stored version(s)",
@@ -125,6 +127,15 @@ def test_text_has_labelled_sections_with_units(site: dict[str, object]) -> None:
     else:
         assert "K            not computed yet (run `xyro plan --run`" in text
         assert "never planned" in text
+
+
+def test_killed_crawlers_counters_are_marked_stale(site: dict[str, object]) -> None:
+    """No crawler holds the database, yet ``crawl.live`` is there: a killed daemon's."""
+    report = json.loads(run(site, "status", "--json").stdout)
+    assert report["crawler_running"] is False
+    text = run(site, "status").stdout
+    assert "last counters of a crawler that is no longer running (published " in text
+    assert "live crawl of the daemon" not in text
 
 
 def test_render_status_times_are_relative_to_now() -> None:

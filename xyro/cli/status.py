@@ -22,6 +22,7 @@ from xyro.app import App
 from xyro.clock import unit_index
 from xyro.cli.status_text import iso, render_status
 from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_ROUNDS_KEY
+from xyro.service.crawl_lock import crawler_alive
 
 @click.command("status")
 @click.option("--json", "as_json", is_flag=True,
@@ -63,6 +64,8 @@ def status_report(app: App, raw: Mapping[str, Any], now: float) -> dict[str, Any
     live = decode_state(state.get("crawl.live"))
     if live is not None:
         out["live_crawl"] = live
+    # A killed crawler leaves its last counters behind; its lock says whether it still runs.
+    out["crawler_running"] = crawler_alive(app.database_path)
     rounds = decode_state(state.pop(GLOBAL_ROUNDS_KEY, None))
     if rounds is not None:  # the pending URLs themselves are the frontier's to show
         rounds["pending"] = len(rounds.get("pending") or ())

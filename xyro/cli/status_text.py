@@ -228,6 +228,10 @@ def _live_crawl(r: Mapping[str, Any], now: float) -> list[str]:
     when = live.get("updated_at")
     stamp = ago(when, now) if isinstance(when, (int, float)) else \
         "update time not recorded: stale if the daemon has stopped"
+    if r.get("crawler_running") is False:
+        return _section(f"last counters of a crawler that is no longer running (published "
+                        f"{stamp}; it ended without a clean stop, e.g. killed):",
+                        _crawl_rows(live))
     return _section(f"live crawl of the daemon ({stamp}):", _crawl_rows(live))
 
 

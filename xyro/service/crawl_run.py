@@ -20,6 +20,7 @@ from xyro.crawl.crawler import Crawler, CrawlSummary
 from xyro.crawl.frontier import URGENT, Frontier
 from xyro.errors import UsageError
 from xyro.net.urls import canonicalize
+from xyro.service.crawl_lock import CrawlLock
 from xyro.service.metrics import serve_metrics
 from xyro.service.signals import handle_signals
 
@@ -42,7 +43,8 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     """
     stop = stop or threading.Event()
     started = app.clock.now()
-    with app.open_store() as store, serve_metrics(app.config.metrics) as metrics:
+    with app.open_store() as store, CrawlLock(app.database_path), \
+            serve_metrics(app.config.metrics) as metrics:
         parts = build_crawler(app, store, enforce_politeness=enforce_politeness,
                               getaddrinfo=getaddrinfo)
         metrics.watch(parts.crawler, parts.writer)

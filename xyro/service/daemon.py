@@ -41,6 +41,7 @@ from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
 from xyro.jobs.rank_run import rank_store
 from xyro.net.urls import canonicalize
+from xyro.service.crawl_lock import CrawlLock
 from xyro.service.crawl_run import queue_seeds, queue_sitemaps, restore_frontier
 from xyro.service.logs import setup_logging
 from xyro.service.metrics import JobFigures, MetricsEndpoint
@@ -89,7 +90,8 @@ class Daemon:
         """Run until stopped, or until ``max_pages`` fetches or ``max_seconds`` of clock time
         (``xyro demo`` bounds its run so); returns why the crawl loop ended."""
         started = self.app.clock.now()
-        with self.app.open_store(create=True) as store, self.metrics.start():
+        with self.app.open_store(create=True) as store, CrawlLock(self.app.database_path), \
+                self.metrics.start():
             self._store = store
             self._parts = parts = build_crawler(self.app, store, budget=True)
             self.metrics.watch(parts.crawler, parts.writer, self.jobs)

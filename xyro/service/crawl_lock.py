@@ -1,0 +1,117 @@
+"""One crawler per database: an exclusive lock beside the metadata file (DESIGN.md §2).
+
+Two crawlers on one database would each keep their own host queues and politeness clocks,
+so a host would see both (twice the configured rate) and pages would be fetched twice.
+``xyro run``, ``xyro crawl`` and ``xyro demo`` therefore hold an exclusive ``flock`` on
+``<database>.lock`` for as long as they crawl; a second one exits with one line naming the
+holder. The kernel drops the lock when its holder dies (even on SIGKILL), so a crash never
+leaves a stale lock behind, and ``xyro status`` asks the same lock whether a crawler is alive. Entered after
+``App.open_store(create=True)``, which makes the folder it lives in.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+from xyro.errors import AccessError, XyroError
+
+
+class CrawlerRunning(XyroError):
+    """Another crawler holds the database (exit code 2, like any environment problem)."""
+
+    exit_code = 2
+
+
+def lock_path(database: Path) -> Path:
+    return database.with_name(database.name + ".lock")
+
+
+class CrawlLock:
+    """The held lock; a context manager that releases it (and keeps the file: unlinking a
+    lock file another process has opened would let a third one lock a new inode)."""
+
+    def __init__(self, database: Path, wait_s: float = 2.0) -> None:
+        self.database = database
+        self.path = lock_path(database)
+        self._wait_s = wait_s  # outlasts `xyro status`'s probe, which holds it for microseconds
+        self._fd: int | None = None
+
+    def __enter__(self) -> CrawlLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise AccessError(
+                f"cannot open the crawl lock {self.path}: {exc.strerror or exc}; the crawler "
+                f"needs to write the database's folder (storage.database)") from None
+        try:
+            self._lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def _lock(self, fd: int) -> None:
+        deadline = time.monotonic() + self._wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise AccessError(
+                        f"cannot lock {self.path}: {exc.strerror or exc}") from None
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        holder = _read_pid(fd)
+        who = f"process {holder}" if holder else "another process"
+        raise CrawlerRunning(
+            f"another Xyro crawler ({who}) is running on {self.database}: two crawlers on "
+            f"one database would break politeness and fetch pages twice; stop it first "
+            f"(systemctl stop xyro) or point storage.database elsewhere")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+
+def crawler_alive(database: Path) -> bool | None:
+    """Whether a crawler holds ``database``'s lock now: True, False, or None when this user
+    cannot tell (the lock file unreadable). A missing lock file means no crawler."""
+    try:
+        fd = os.open(lock_path(database), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return True if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+    finally:
+        os.close(fd)
+    return False
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
