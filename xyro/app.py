@@ -200,7 +200,9 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_entity_bytes=loader_cfg.max_entity_bytes,
                        max_cache_entries=loader_cfg.max_cached_entities,
                        max_pending_bytes=loader_cfg.max_pending_bytes,
-                       max_url_length=limits.max_url_length),
+                       max_url_length=limits.max_url_length,
+                       max_attributes_per_element=loader_cfg.max_attributes_per_element,
+                       max_namespaces_in_scope=loader_cfg.max_namespaces_in_scope),
         Warehouse(cfg.storage.warehouse_dir), readers.latest_version,
         catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes))
     # The frontier owns queued work: one admission, and the writer's submit to record every

@@ -325,7 +325,8 @@ class RankingConfig(_Section):
 
 
 class LoaderConfig(_Section):
-    max_document_bytes: int = Field(50 * 2**20, ge=1)
+    # Defaults: those of xyro.loader.settings.LoaderSettings, measured in config/xyro.yaml.
+    max_document_bytes: int = Field(8 * 2**20, ge=1)
     dtd_timeout_s: float = Field(600.0, gt=0)
     versions_per_url: int = Field(10, ge=1)
     dtd_validation: bool = True
@@ -333,6 +334,8 @@ class LoaderConfig(_Section):
     max_cached_entities: int = Field(1000, ge=1)
     max_pending_bytes: int = Field(256 * 2**20, ge=0)
     max_expansion_factor: float = Field(10.0, ge=1.0)
+    max_attributes_per_element: int = Field(512, ge=1)
+    max_namespaces_in_scope: int = Field(128, ge=1)
     # None: the system catalog (/etc/xml/catalog) when it exists; [] turns catalogs off.
     catalogs: FilePaths | None = None
 

@@ -56,18 +56,22 @@ stopped early:
 - it is binary (C0 control characters, NUL included, make up more than 5 % of the first
   4096 characters, and at least 16 of them: text in any encoding never does; this is the
   WHATWG "binary data byte" idea), or it has no ``<`` at all (plain text, not HTML);
-- lxml returned no root element or raised;
-- libxml2 stopped with a fatal error (nesting deeper than 2048 elements, resource limits):
-  the links found before that point are still returned (a partial result with ``error`` set).
+- lxml reported no element or raised;
+- the scan stopped early (elements nested deeper than 2048) or libxml2 stopped with a fatal
+  error (resource limits): the links found before that point are still returned (a partial
+  result with ``error`` set).
 
 NUL bytes, invalid byte sequences (decoded as U+FFFD), bogus charsets, unclosed and misnested
-tags, and 10 MB single-line pages are handled as browsers do and give a normal result.
+tags, and 10 MB single-line pages are handled as browsers do and give a normal result. The
+parse builds no tree (its events go to a scanner), so the cost stays linear in the page even
+for a tag of a million attributes (DESIGN.md §7).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
@@ -84,6 +88,10 @@ MAX_LINKS = 65534
 # on a hostile page with millions of anchors.
 MAX_CANDIDATES = 4 * MAX_LINKS
 MAX_TITLE_CHARS = 512
+MAX_DEPTH = 2048  # nesting at which the scan ends, as libxml2 ends a tree it builds
+# Bytes fed to libxml2 at a time: past MAX_DEPTH, one slice can open at most this many / 5
+# more elements before the scan stops the parse.
+_FEED_BYTES = 16384
 BINARY_SNIFF_CHARS = 4096
 BINARY_SHARE = 0.05
 BINARY_MIN_COUNT = 16  # a few stray NULs in a short page are not enough
@@ -101,7 +109,7 @@ _WEB_CODECS = frozenset({
 
 LinkKind = Literal["a", "area", "frame", "iframe", "alternate", "refresh"]
 
-_SCANNED_TAGS = ("a", "area", "frame", "iframe", "link", "meta", "base", "title")
+_SCANNED_TAGS = frozenset({"a", "area", "frame", "iframe", "link", "meta", "base", "title"})
 _FOLLOWED_SCHEMES = frozenset({"http", "https"})
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # What the URL parser strips at both ends (C0 controls and space) and removes inside.
@@ -179,12 +187,11 @@ def extract_links(
     if problem is not None:
         return _failed(url, encoding, problem)
     try:
-        root, fatal = _parse(text)
+        scan, fatal = _parse(text)
     except Exception as exc:  # untrusted input: any parser failure is a parse error
         return _failed(url, encoding, f"parse: lxml refused the document ({type(exc).__name__}: {exc})")
-    if root is None:
+    if scan is None:
         return _failed(url, encoding, "parse: lxml found no document element")
-    scan = _scan(root)
     base = document_base(url, scan.base_href)
     links, dropped, skipped, capped = _resolve(scan, base, follow_nofollow)
     error = None
@@ -387,10 +394,16 @@ def _not_html(text: str) -> str | None:
     return None
 
 
-def _parse(text: str) -> tuple[etree._Element | None, str | None]:
-    """(root, first fatal libxml2 message or None). huge_tree lifts the 256-level depth and
-    10 MB text-node limits (bodies are already size-capped by the fetcher); the HTML parser
-    has no entities or DTDs to expand, and no_network keeps libxml2 off the network."""
+def _parse(text: str) -> tuple[_Scan | None, str | None]:
+    """(what the scan found, or None when there is no element; why the parse stopped early,
+    or None). huge_tree lifts libxml2's 10 MB text-node limit (bodies are already size-capped
+    by the fetcher); the HTML parser has no entities or DTDs to expand, and no_network keeps
+    libxml2 off the network.
+
+    The parse builds no tree: :class:`_Scanner` takes its events. The page is fed in slices
+    so that the scan can end the parse: libxml2 matches each end tag against every open
+    element, which costs the depth of nesting per end tag once nothing bounds the depth."""
+    scanner = _Scanner()
     parser = etree.HTMLParser(
         encoding="utf-8",
         recover=True,
@@ -400,63 +413,126 @@ def _parse(text: str) -> tuple[etree._Element | None, str | None]:
         remove_comments=True,
         remove_pis=True,
         default_doctype=False,
+        target=scanner,
     )
+    data = text.encode("utf-8", "replace")
     with PARSES.shared():  # libxml2's entity loader is process-global (parse_guard)
-        root = etree.fromstring(text.encode("utf-8", "replace"), parser)
-    fatal = None
+        for offset in range(0, len(data), _FEED_BYTES):
+            parser.feed(data[offset:offset + _FEED_BYTES])
+            if scanner.stopped:
+                break
+        scan = parser.close()  # also ends the parse for lxml (its entity loader back)
+    fatal = scanner.too_deep
     for entry in parser.error_log.filter_from_fatals():
-        fatal = entry.message.strip()
+        fatal = fatal or entry.message.strip()
         break
-    return root, fatal
+    return (scan if scanner.elements else None), fatal
 
 
 def _rel_tokens(rel: str | None) -> list[str]:
     return rel.lower().split() if rel else []
 
 
-def _scan(root: etree._Element) -> _Scan:
-    """One pass over the elements that matter, in document order."""
-    scan = _Scan(candidates=[])
+class _Scanner:
+    """The lxml parser target of :func:`_parse`: one pass over the elements that matter, in
+    document order, as libxml2 reports them.
+
+    No tree is built because building one costs the square of a tag's attributes: libxml2
+    appends each attribute node by walking the element's list from its start (a tag of
+    100,000 attributes took 15 s, 200,000 took 146 s), while a target receives each tag's
+    attributes as one dict, built in linear time. Without a tree there is no libxml2 depth
+    limit either: nesting deeper than :data:`MAX_DEPTH` ends the scan as that limit ended the
+    parse, keeping the links found before it.
+    """
+
+    __slots__ = ("scan", "elements", "too_deep", "stopped", "_depth", "_title")
+
+    def __init__(self) -> None:
+        self.scan = _Scan(candidates=[])
+        self.elements = 0
+        self.too_deep: str | None = None
+        self._depth = 0
+        self.stopped = False  # the candidates reached their cap, or the nesting its limit
+        self._title: list[str] | None = None  # text of the first <title>, while inside it
+
+    # start, end and data run for every element and text of the page: kept lean.
+    def start(self, tag: str, attrib: Mapping[str, str]) -> None:
+        if self._title is not None:
+            self._end_title()
+        if self.stopped:
+            return
+        self.elements += 1
+        self._depth += 1
+        if tag in _SCANNED_TAGS or self._depth > MAX_DEPTH:
+            self._element(tag, attrib)
+
+    def end(self, tag: str) -> None:
+        if self._title is not None:
+            self._end_title()
+        self._depth -= 1
+
+    def data(self, text: str) -> None:
+        if self._title is not None:
+            self._title.append(text)
+
+    def close(self) -> _Scan:
+        if self._title is not None:
+            self._end_title()
+        return self.scan
+
+    def _element(self, tag: str, attrib: Mapping[str, str]) -> None:
+        scan = self.scan
+        if self._depth > MAX_DEPTH:
+            self.too_deep = f"elements nested deeper than {MAX_DEPTH}: depth limit"
+            self.stopped = True
+        elif tag == "title":
+            if scan.title is None:
+                self._title = []
+        else:
+            _scan_element(tag, attrib, scan)
+            if len(scan.candidates) >= MAX_CANDIDATES:
+                scan.truncated = self.stopped = True
+
+    def _end_title(self) -> None:
+        """The first <title>'s text is what comes before its end or its first child."""
+        title, self._title = self._title or [], None
+        self.scan.title = " ".join("".join(title).split())[:MAX_TITLE_CHARS]
+
+
+def _scan_element(tag: str, attrib: Mapping[str, str], scan: _Scan) -> None:
+    """The candidates, base or robots directives one scanned element (not title) gives."""
     add = scan.candidates.append
-    for el in root.iter(_SCANNED_TAGS):
-        tag = el.tag
-        if tag == "a" or tag == "area":
-            href = el.get("href")
-            if href is not None:
-                rel = el.get("rel")
-                add((href, tag, rel is not None and "nofollow" in _rel_tokens(rel), el.get("type")))
-        elif tag == "frame" or tag == "iframe":
-            src = el.get("src")
-            if src is not None:
-                add((src, tag, False, None))
-        elif tag == "link":
-            href = el.get("href")
-            tokens = _rel_tokens(el.get("rel"))
-            if href is not None and "alternate" in tokens and "stylesheet" not in tokens and "icon" not in tokens:
-                add((href, "alternate", "nofollow" in tokens, el.get("type")))
-        elif tag == "meta":
-            _scan_meta(el, scan)
-        elif tag == "base":
-            if scan.base_href is None:
-                scan.base_href = el.get("href")
-        elif scan.title is None:  # title
-            scan.title = " ".join((el.text or "").split())[:MAX_TITLE_CHARS]
-        if len(scan.candidates) >= MAX_CANDIDATES:
-            scan.truncated = True
-            break
-    return scan
+    if tag == "a" or tag == "area":
+        href = attrib.get("href")
+        if href is not None:
+            rel = attrib.get("rel")
+            add((href, tag, rel is not None and "nofollow" in _rel_tokens(rel), attrib.get("type")))
+    elif tag == "frame" or tag == "iframe":
+        src = attrib.get("src")
+        if src is not None:
+            add((src, tag, False, None))
+    elif tag == "link":
+        href = attrib.get("href")
+        tokens = _rel_tokens(attrib.get("rel"))
+        if href is not None and "alternate" in tokens and "stylesheet" not in tokens and "icon" not in tokens:
+            add((href, "alternate", "nofollow" in tokens, attrib.get("type")))
+    elif tag == "meta":
+        _scan_meta(attrib, scan)
+    elif tag == "base":
+        if scan.base_href is None:
+            scan.base_href = attrib.get("href")
 
 
-def _scan_meta(el: etree._Element, scan: _Scan) -> None:
-    http_equiv = el.get("http-equiv")
+def _scan_meta(attrib: Mapping[str, str], scan: _Scan) -> None:
+    http_equiv = attrib.get("http-equiv")
     if http_equiv is not None and http_equiv.strip(_ASCII_WS).lower() == "refresh":
-        target = parse_meta_refresh(el.get("content") or "")
+        target = parse_meta_refresh(attrib.get("content") or "")
         if target is not None:
             scan.candidates.append((target, "refresh", False, None))
         return
-    name = el.get("name")
+    name = attrib.get("name")
     if name is not None and name.strip(_ASCII_WS).lower() == "robots":
-        words = set(re.split(r"[\s,]+", (el.get("content") or "").lower()))
+        words = set(re.split(r"[\s,]+", (attrib.get("content") or "").lower()))
         none = "none" in words
         scan.robots = MetaRobots(
             noindex=scan.robots.noindex or none or "noindex" in words,

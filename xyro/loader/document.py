@@ -20,6 +20,7 @@ from xyro.content.parse_guard import PARSES
 from xyro.loader.cache import EntityCache
 from xyro.loader.canonical import canonical_form
 from xyro.loader.catalogs import Catalogs
+from xyro.loader.crowding import crowded
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
 from xyro.loader.parser import may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
@@ -28,6 +29,9 @@ from xyro.net.urls import canonicalize
 
 _MAX_ERRORS = 3  # validation messages kept per version
 _MAX_DETAIL = 500
+# What lxml raises on input it cannot handle, past what _parse already turns into messages
+# (XPath and C14N errors, refused values, exhausted memory or C recursion).
+_LXML_FAILURES = (etree.LxmlError, ValueError, MemoryError, RecursionError)
 
 
 class LoadStatus(enum.StrEnum):
@@ -39,7 +43,8 @@ class LoadStatus(enum.StrEnum):
 class LoadError(enum.StrEnum):
     """error_kind values of documents the loader rejects (stored as these strings)."""
 
-    PARSE = "parse"          # not well-formed, bad encoding, too deep, entity amplification
+    PARSE = "parse"          # not well-formed, bad encoding, too deep, entity amplification,
+    #                          crowded elements, anything else lxml fails on
     TOO_LARGE = "too_large"  # more than loader.max_document_bytes
     ENTITY = "entity"        # external entity refused (not http(s)) or unobtainable
     TIMEOUT = "timeout"      # its DTD/entities did not arrive within loader.dtd_timeout_s
@@ -79,7 +84,17 @@ def load_document(body: bytes, url: str, cache: EntityCache,
     """Parse ``body`` (the document at ``url``) under the safe parser and check it.
 
     ``catalogs``: XML catalogs consulted for every DTD and external entity before the cache.
+    Never raises for any body: whatever lxml raises ends in an ERROR result (DESIGN.md §7).
     """
+    try:
+        return _load(body, url, cache, settings, signatures, catalogs)
+    except _LXML_FAILURES as exc:
+        return LoadResult.error(LoadError.PARSE, (
+            f"{url}: lxml failed on it ({type(exc).__name__}: {exc}); not loaded"))
+
+
+def _load(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
+          signatures: bool, catalogs: Catalogs | None) -> LoadResult:
     if len(body) > settings.max_document_bytes:
         return LoadResult.error(LoadError.TOO_LARGE, (
             f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
@@ -93,6 +108,13 @@ def load_document(body: bytes, url: str, cache: EntityCache,
         return blocked
     if tree is None:
         return LoadResult.error(LoadError.PARSE, f"{url} is not well-formed XML: {problem}")
+    # Before anything that reads attribute values or canonicalizes: on a crowded element
+    # those cost minutes in C code no signal interrupts (xyro/loader/crowding.py).
+    problem = crowded(tree.getroot(), settings.max_attributes_per_element,
+                      settings.max_namespaces_in_scope)
+    if problem is not None:
+        return LoadResult.error(LoadError.PARSE, (
+            f"{url}: {problem}; not loaded (raise that limit to load such documents)"))
     canonical = canonical_form(tree) if signatures else b""
     limit = settings.max_expansion_factor * len(body) + 2**20
     if len(canonical) > limit:

@@ -44,6 +44,7 @@ _XLINK_HREF = f"{{{XLINK}}}href"
 _RDF_RESOURCE = f"{{{RDF}}}resource"
 _XSI_LOC = f"{{{XSI}}}schemaLocation"
 _XSI_NONS = f"{{{XSI}}}noNamespaceSchemaLocation"
+_XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
 _URL_NAMES = frozenset({"href", "src", "url", "uri"})
 _XSD_REFS = frozenset({f"{{{XSD}}}import", f"{{{XSD}}}include", f"{{{XSD}}}redefine"})
 _XSL_REFS = frozenset({f"{{{XSL}}}import", f"{{{XSL}}}include"})
@@ -64,9 +65,12 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     """Every link of ``tree`` (parsed with ``base_url=url``), canonical, in document order."""
     out: list[XmlLink] = []
     root = tree.getroot()
-    has_base = root.xpath("boolean(//@xml:base)")
+    # No xml:base met yet in document order: every link so far resolves against ``url``. The
+    # first xml:base switches to lxml's per-element ``base`` for the rest of the document
+    # (its subtree follows it); what came before it is outside its scope.
+    has_base = False
     resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
-    directory = None if has_base else plain_directory(url)
+    directory = plain_directory(url)
     templates = _is_stylesheet(root)
 
     def add(href: str | None, kind: str, el: etree._Element | None) -> None:
@@ -96,11 +100,15 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     roles: dict[tuple[str, str], str | None] = {}
     for el in root.iter(etree.Element):
         tag = el.tag
+        if not has_base and el.get(_XML_BASE) is not None:
+            has_base, directory = True, None
         kind = element_kinds.get(tag, _UNSEEN)
         if kind is _UNSEEN:
             kind = element_kinds[tag] = _element_kind(tag)
         if kind is not None:
             _element_links(el, kind, add)
+        # items() reads each value by a scan of the attribute list (the square of their
+        # number): bounded by loader.max_attributes_per_element (xyro/loader/crowding.py).
         for name, value in el.items():
             key = (tag, name)
             role = roles.get(key, _UNSEEN)

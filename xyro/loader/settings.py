@@ -13,9 +13,13 @@ class LoaderSettings:
     size (plus 1 MiB): our own entity-expansion bound on top of libxml2's amplification
     limit. ``max_entity_bytes``/``max_cache_entries`` cap the DTD/entity cache;
     ``max_pending_bytes`` caps the bodies of documents held while their DTDs are fetched.
+    ``max_attributes_per_element`` and ``max_namespaces_in_scope`` bound the work lxml's
+    C14N and attribute access do per element, which grows with the square of an
+    element's attributes and with the namespace declarations in scope
+    (:mod:`xyro.loader.crowding`). The defaults equal those of the ``loader:`` config section.
     """
 
-    max_document_bytes: int = 50 * 2**20
+    max_document_bytes: int = 8 * 2**20
     validate: bool = True
     dtd_timeout_s: float = 600.0
     versions_per_url: int = 10
@@ -24,3 +28,5 @@ class LoaderSettings:
     max_cache_entries: int = 1000
     max_pending_bytes: int = 256 * 2**20
     max_url_length: int = 2048
+    max_attributes_per_element: int = 512
+    max_namespaces_in_scope: int = 128
