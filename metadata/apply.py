@@ -21,7 +21,8 @@ from metadata.records import (
     UnitSpent, XmlVersion,
 )
 from metadata.checkpoint_ids import CheckpointIds
-from metadata.refresh_queries import refiled_after_fetch
+from metadata.refresh_queries import (PLANNED_TYPES, FailedRefetch, failed_refetches,
+                                      refiled_after_fetch)
 from metadata.resolver import UrlResolver
 from metadata.schema import pack_children
 
@@ -62,7 +63,10 @@ _MARK_REFUSED = "UPDATE urls SET type = 'refused' WHERE id = ? AND type = 'unrea
 _UNREFUSE = ("UPDATE urls SET type = 'unread', depth = min(depth, ?) "
              "WHERE id = ? AND type = 'refused'")
 _DEAD = PageType.DEAD.value
+_ERROR = PageType.ERROR.value
 _TYPE_VALUE = {t: t.value for t in PageType}
+# A redirect is an answer, not a failure: the target URL holds the document from now on.
+_MOVED = "redirect"
 
 
 class BatchApplier:
@@ -194,6 +198,8 @@ class BatchApplier:
         self._dirty: set[int] = set()
         self._first: set[int] = set()  # fetched for the first time in this batch
         self._refused: dict[int, tuple[float, str]] = {}  # url id → (at, reason), first kept
+        self._failing: dict[int, FailedRefetch] = {}  # stored pages whose last fetch failed
+        self._good: dict[int, float] = {}  # url id → its last good read in this batch
         self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
                                   SetPending: [], ClearPending: [], UnitSpent: []}
@@ -257,7 +263,41 @@ class BatchApplier:
         s = list(self._state[url_id])  # kept as a tuple: untracked by the garbage collector
         t = rec.fetched_at
         prev_access = s[_LAST_ACCESS]
-        has_content = rec.not_modified or rec.signature is not None
+        # A stored document whose re-fetch failed stays what it is (DESIGN.md §6): a failed
+        # fetch is no observation, and its body (a truncated or broken one) replaces
+        # nothing stored: signature, links and validators stay those of the last good read.
+        outcome = rec.page_type
+        kept = ((outcome is PageType.ERROR or outcome is PageType.DEAD)
+                and rec.error_kind != _MOVED and s[_TYPE] in PLANNED_TYPES)
+        has_content = not kept and (rec.not_modified or rec.signature is not None)
+        if has_content:
+            self._content(s, rec, url_id, prev_access)
+        if s[_FIRST_ACCESS] is None:
+            s[_FIRST_ACCESS] = t
+            self._first.add(url_id)
+        s[_LAST_ACCESS] = t
+        s[_ACCESSES] += 1
+        s[_HTTP_STATUS] = rec.http_status
+        if rec.http_status in _DEAD_STATUSES:
+            s[_DEAD_COUNT] += 1
+        else:
+            s[_DEAD_COUNT] = 0
+        self._failing.pop(url_id, None)
+        if s[_DEAD_COUNT] >= self._dead_after:
+            s[_TYPE] = _DEAD
+        elif kept:  # its back-off, or its leaving the plan, is settled with the batch
+            self._failing[url_id] = FailedRefetch(url_id, t, prev_access,
+                                                  self._good.get(url_id))
+        else:
+            s[_TYPE] = _TYPE_VALUE[rec.page_type]
+        self._state[url_id] = tuple(s)
+        self._dirty.add(url_id)
+        self._links_and_errors(rec, url_id, s, has_content)
+
+    def _content(self, s: list, rec: FetchRecord, url_id: int,
+                 prev_access: float | None) -> None:
+        """A read with content or a 304: validators, signature, change counts, observation."""
+        t = rec.fetched_at
         changed = False
         if rec.not_modified:  # a 304: an access without change; stored signature kept
             if rec.etag is not None:
@@ -271,31 +311,22 @@ class BatchApplier:
             s[_ETAG] = rec.etag
             s[_CONTENT_TYPE] = rec.content_type
             s[_SIZE] = rec.size
-        if has_content:
-            if changed:
-                s[_CHANGES] += 1
-                s[_LAST_CHANGE] = t
-                s[_UNCHANGED] = 0
-                s[_BASELINE] = t
-            elif s[_BASELINE] is None:
-                s[_BASELINE] = t  # the first content seen is the baseline
-            else:
-                s[_UNCHANGED] += 1
-            self._observations.append((url_id, prev_access, t, int(changed), rec.last_modified))
-        if s[_FIRST_ACCESS] is None:
-            s[_FIRST_ACCESS] = t
-            self._first.add(url_id)
-        s[_LAST_ACCESS] = t
-        s[_ACCESSES] += 1
-        s[_HTTP_STATUS] = rec.http_status
-        if rec.http_status in _DEAD_STATUSES:
-            s[_DEAD_COUNT] += 1
+        if changed:
+            s[_CHANGES] += 1
+            s[_LAST_CHANGE] = t
+            s[_UNCHANGED] = 0
+            s[_BASELINE] = t
+        elif s[_BASELINE] is None:
+            s[_BASELINE] = t  # the first content seen is the baseline
         else:
-            s[_DEAD_COUNT] = 0
-        s[_TYPE] = (_DEAD if s[_DEAD_COUNT] >= self._dead_after
-                    else _TYPE_VALUE[rec.page_type])
-        self._state[url_id] = tuple(s)
-        self._dirty.add(url_id)
+            s[_UNCHANGED] += 1
+        self._observations.append((url_id, prev_access, t, int(changed), rec.last_modified))
+        self._good[url_id] = t
+
+    def _links_and_errors(self, rec: FetchRecord, url_id: int, s: list,
+                          has_content: bool) -> None:
+        """The fetch's child list, errors row, host counts and frontier moves."""
+        t = rec.fetched_at
         kid_at = self._kid_at.get(id(rec))
         if has_content and not rec.not_modified:
             if kid_at is None:
@@ -337,6 +368,7 @@ class BatchApplier:
     def _write(self, rows: dict[type, list], bulk: list[Op]) -> None:
         many = self._conn.executemany
         if self._dirty:
+            self._backoff = self._settle_failures()
             state = self._state
             first = self._first
             many(_UPDATE_FIRST_SQL, [(*state[i][:_DEPTH], i) for i in first])
@@ -416,16 +448,32 @@ class BatchApplier:
             many("UPDATE urls SET importance = ? WHERE id = ?",
                  zip(op.importance[pos].tolist(), ids))
 
+    def _settle_failures(self) -> dict[int, int]:
+        """Stored documents whose last fetch in the batch failed: those failing for good
+        become ERROR (they leave the plan); the others' back-off folders, by id
+        (``refresh_queries.failed_refetches``)."""
+        if not self._failing:
+            return {}
+        leaving, folders = failed_refetches(self._conn, list(self._failing.values()))
+        state = self._state
+        for url_id in leaving:
+            s = list(state[url_id])
+            s[_TYPE] = _ERROR
+            state[url_id] = tuple(s)
+        return folders
+
     def _refile(self) -> None:
         """Re-file the batch's re-fetched pages into their next refresh folder as the fetch
         is applied (DESIGN.md §6): from this access and the stored t_i, so the folder is
-        right before the planner's next unit (``refresh_queries.refiled_after_fetch``)."""
-        state, first = self._state, self._first
+        right before the planner's next unit (``refresh_queries.refiled_after_fetch``); a
+        stored document whose re-fetch failed goes to its back-off folder."""
+        state, first, backoff = self._state, self._first, self._backoff
         again = [(i, state[i][_TYPE], state[i][_LAST_ACCESS]) for i in self._dirty
-                 if i not in first]
-        if again:
-            self._conn.executemany("UPDATE urls SET due_unit = ? WHERE id = ?",
-                                   refiled_after_fetch(self._conn, again))
+                 if i not in first and i not in backoff]
+        rows = refiled_after_fetch(self._conn, again) if again else []
+        rows += [(folder, i) for i, folder in backoff.items() if i not in first]
+        if rows:
+            self._conn.executemany("UPDATE urls SET due_unit = ? WHERE id = ?", rows)
 
     def _write_refusals(self) -> None:
         """Mark refused URLs (not one enqueued in this batch: admitted on another path),

@@ -71,7 +71,10 @@ class FetchRecord:
     ``enqueue`` (the page itself among them if it was asked for again meanwhile), and marks
     the (url, reason) pairs of ``refused`` as :attr:`PageType.REFUSED` — all in the page's
     transaction. ``error_kind`` (e.g. ``"timeout"``, ``"http"``, ``"parse"``) records an
-    error of that kind with ``error_detail``.
+    error of that kind with ``error_detail``. A failed fetch (``page_type`` ERROR, not a
+    redirect) of a page stored as HTML/XML leaves that page's type and stored content as
+    they were: it stays in the refresh plan with a back-off
+    (:func:`metadata.refresh_queries.failed_refetches`).
     """
 
     url: str

@@ -3,7 +3,8 @@
 Each function takes a reader's own connection (``MetadataStore.read_connection()``). Times
 are POSIX seconds; ``urls.rate`` is changes per second. Bulk columns come back as numpy
 arrays in URL-id order so the planner can hand them to the pure ``refresh`` package.
-The last section is the writer's side: re-filing a page as its fetch is applied.
+The last two sections are the writer's side: re-filing a page as its fetch is applied,
+and the back-off of a stored document whose re-fetch failed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ _PLANNED_SQL = f"type IN ({','.join(repr(t) for t in PLANNED_TYPES)})"
 FOLDER_UNIT_KEY = "folders.unit_s"
 #: (1 − ρ)·G, the refresh bandwidth the stored folders were filed for (the planner writes it).
 BANDWIDTH_KEY = "refresh.bandwidth_planned"
+#: t_max, the longest refresh interval in units (``refresh.max_interval_units``; the planner
+#: writes it): it bounds a failing page's back-off and how long a page may go unread.
+MAX_INTERVAL_KEY = "refresh.max_interval_units"
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,4 +339,78 @@ def refiled_after_fetch(conn: sqlite3.Connection, pages: Sequence[tuple[int, str
             out.append((folder_after(last, 0.0, unit), url_id))
         elif interval is not None:
             out.append((folder_after(last, interval, unit), url_id))
+    return out
+
+
+# -- the writer side: a failed re-fetch of a stored document (DESIGN.md §6, §7) -------------
+
+@dataclass(frozen=True, slots=True)
+class FailedRefetch:
+    """A re-fetch of a stored HTML/XML page that failed; the writer keeps the page's type.
+
+    ``previous`` is the access before this one; ``good`` the page's last good read (content
+    or 304) earlier in the same batch, not in ``observations`` yet.
+    """
+
+    url_id: int
+    at: float
+    previous: float | None
+    good: float | None
+
+
+def failed_refetches(conn: sqlite3.Connection, failures: Sequence[FailedRefetch]
+                     ) -> tuple[set[int], dict[int, int]]:
+    """(pages that leave the plan, back-off folder of each page that stays) for ``failures``.
+
+    A transient failure must not evict a warehouse document, so a page stays planned and
+    waits t_i + d units, d the units since its last good read: the wait doubles with each
+    failure in a row (2·t_i, 4·t_i, ...), bounded by max(t_max, t_i). It leaves the plan
+    when the fetch before this one failed too and it has gone unread for max(t_max, t_i)
+    units: longer than any planned page waits. Gone answers (404/410) have their own rule
+    (the writer's ``dead_after``). Without the planner's folder unit nothing is decided;
+    without t_max the wait does not grow and no page leaves (a planner unit writes both).
+    """
+    unit = state_value(conn, FOLDER_UNIT_KEY)
+    if not failures or not isinstance(unit, (int, float)) or not unit > 0:
+        return set(), {}
+    t_max = state_value(conn, MAX_INTERVAL_KEY)
+    t_max = float(t_max) if isinstance(t_max, (int, float)) and t_max > 0 else None
+    ids = sorted({f.url_id for f in failures})
+    good, interval = _last_good_reads(conn, ids), _intervals(conn, ids)
+    leaving: set[int] = set()
+    folders: dict[int, int] = {}
+    for f in failures:
+        last_good = max((t for t in (f.good, good.get(f.url_id)) if t is not None),
+                        default=None)
+        d = 0.0 if last_good is None else max(0.0, (f.at - last_good) / unit)
+        t_i = interval.get(f.url_id)
+        longest = None if t_max is None else max(t_max, t_i or 0.0)
+        failed_before = (last_good is not None and f.previous is not None
+                         and f.previous > last_good)
+        if longest is not None and failed_before and d >= longest:
+            leaving.add(f.url_id)
+        elif t_i is not None:  # the planner knows the page: its back-off folder
+            folders[f.url_id] = folder_after(f.at, min(t_i + d, longest or t_i), unit)
+    return leaving, folders
+
+
+def _last_good_reads(conn: sqlite3.Connection, ids: list[int]) -> dict[int, float]:
+    """The newest observation (a read with content or a 304) of each page, by the index
+    ``observations_url``."""
+    return _by_id(conn, "SELECT url_id, max(access) FROM observations WHERE url_id IN ({}) "
+                        "GROUP BY url_id", ids)
+
+
+def _intervals(conn: sqlite3.Connection, ids: list[int]) -> dict[int, float]:
+    """t_i (units) of the pages the planner has filed."""
+    return _by_id(conn, "SELECT id, interval_units FROM urls WHERE id IN ({}) "
+                        "AND interval_units IS NOT NULL", ids)
+
+
+def _by_id(conn: sqlite3.Connection, sql: str, ids: list[int]) -> dict[int, float]:
+    """``sql`` (two columns, ``{}`` for the id placeholders) run over ``ids`` in chunks."""
+    out: dict[int, float] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        out.update(conn.execute(sql.format(",".join("?" * len(chunk))), chunk))
     return out

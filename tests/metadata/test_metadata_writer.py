@@ -110,13 +110,14 @@ def test_dead_after_repeated_404(store: MetadataStore, fetched) -> None:
             w.submit(fetched(A, t, None, status=404, page_type=PageType.ERROR,
                              error_kind="http", error_detail="404 Not Found"))
         w.flush()
-        assert row(store, A, "type, dead_count") == ("error", 2)
+        # A stored page stays what it is until the gone answers make it DEAD.
+        assert row(store, A, "type, dead_count") == ("html", 2)
         w.submit(fetched(A, 4.0, None, status=410, page_type=PageType.ERROR, error_kind="http"))
         w.submit(fetched(B, 4.0, None, status=404, page_type=PageType.ERROR, error_kind="http"))
         w.submit(fetched(B, 5.0, "back"))
         w.submit(fetched(B, 6.0, None, status=404, page_type=PageType.ERROR, error_kind="http"))
     assert row(store, A, "type, dead_count") == ("dead", 3)
-    assert row(store, B, "type, dead_count") == ("error", 1)  # a 200 resets the count
+    assert row(store, B, "type, dead_count") == ("html", 1)  # a 200 resets the count
     st = store.status()
     assert st["errors_by_kind"] == {"http": 5}
     assert st["by_type"]["dead"] == 1

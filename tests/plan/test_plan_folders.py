@@ -52,7 +52,7 @@ def row(store: MetadataStore, url: str) -> dict:
     return out
 
 
-def test_a_fetch_refiles_its_page_and_a_failed_one_leaves_the_plan(store, fill, kit) -> None:
+def test_a_fetch_refiles_its_page_and_a_moved_one_leaves_the_plan(store, fill, kit) -> None:
     kit.build(fill)
     ops: list = []
     planner(store, ops, 20.0, kit).run_unit()
@@ -60,8 +60,10 @@ def test_a_fetch_refiles_its_page_and_a_failed_one_leaves_the_plan(store, fill, 
     ok, failing = "http://slow.example/p1.xml", "http://fast.example/p2.xml"
     before = row(store, ok)
     t = START + UNIT * 20.7
+    # A redirect is an answer, not a failure: the target holds the document from now on.
     fill([FetchRecord(ok, t, PageType.XML, http_status=200, signature=b"same"),
-          FetchRecord(failing, t, PageType.ERROR, http_status=404, error_kind="http")])
+          FetchRecord(failing, t, PageType.ERROR, http_status=301, error_kind="redirect",
+                      children=("https://fast.example/p2.xml",))])
     after = row(store, ok)
     assert after["due_unit"] == int(folders_after([t], [before["interval_units"]], UNIT)[0])
     gone = row(store, failing)

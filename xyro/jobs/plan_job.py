@@ -325,6 +325,8 @@ class RefreshPlanner:
                                t if math.isfinite(t) else None)
         self._submit(SetState(RUN_KEY, led.token))
         self._submit(SetState(q.FOLDER_UNIT_KEY, s.time_unit_s))
+        # The writer bounds a failing page's back-off by t_max (refresh_queries).
+        self._submit(SetState(q.MAX_INTERVAL_KEY, s.max_interval_units))
         for url_id in sorted(refresh):
             self._submit(SetRefresh(url_id, *refresh[url_id]))
         if work.weights:

@@ -1,0 +1,60 @@
+"""The writer on a stored page whose re-fetch fails (DESIGN.md §6, §7): the page stays what
+it is, a failed fetch is no observation and replaces nothing stored; the failure is an
+errors row and the page's last HTTP status."""
+
+from __future__ import annotations
+
+import struct
+
+from metadata import MetadataStore, PageType
+
+A, B, C = (f"http://site.example/{x}" for x in "abc")
+
+
+def query(store: MetadataStore, sql: str, *args: object) -> list[tuple]:
+    conn = store.read_connection()
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def page(store: MetadataStore, url: str, cols: str) -> tuple:
+    return query(store, f"SELECT {cols} FROM urls WHERE url = ?", url)[0]
+
+
+def children(store: MetadataStore, url: str) -> list[str]:
+    (blob,), = query(store, "SELECT l.children FROM links l JOIN urls u ON u.id = l.src "
+                            "WHERE u.url = ?", url)
+    return [store.url_of(i) for i in struct.unpack(f"<{len(blob) // 4}i", blob)]
+
+
+def test_a_broken_body_replaces_nothing_stored(store: MetadataStore, fetched) -> None:
+    with store.writer() as w:
+        w.submit(fetched(A, 10.0, "<doc/>", children=(B, C), etag='"v1"',
+                         page_type=PageType.XML, content_type="application/xml", size=6))
+        w.flush()
+        w.submit(fetched(A, 20.0, "<doc><cut", page_type=PageType.ERROR, error_kind="parse",
+                         error_detail="premature end of data", content_type="text/plain",
+                         size=9))
+    assert page(store, A, "type, etag, content_type, size, changes, accesses, http_status") \
+        == ("xml", '"v1"', "application/xml", 6, 0, 2, 200)
+    assert page(store, A, "signature")[0] == fetched(A, 0.0, "<doc/>").signature
+    assert children(store, A) == [B, C]
+    assert query(store, "SELECT count(*) FROM observations")[0][0] == 1
+    assert query(store, "SELECT kind, at, detail FROM errors") == [
+        ("parse", 20.0, "premature end of data")]
+
+
+def test_a_read_then_a_failure_in_one_batch(store: MetadataStore, fetched) -> None:
+    with store.writer() as w:
+        w.submit(fetched(A, 10.0, "v1"))
+        w.submit(fetched(A, 20.0, None, status=503, page_type=PageType.ERROR,
+                         error_kind="http_status"))
+        w.submit(fetched(B, 10.0, None, status=500, page_type=PageType.ERROR,
+                         error_kind="http_status"))
+    assert page(store, A, "type, http_status, last_access") == ("html", 503, 20.0)
+    assert page(store, B, "type")[0] == "error"  # never read: nothing to keep
+    assert [r[0] for r in query(store, "SELECT access FROM observations")] == [10.0]
+    assert query(store, "SELECT kind, count(*) FROM errors GROUP BY kind") == [
+        ("http_status", 2)]
