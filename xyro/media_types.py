@@ -16,7 +16,13 @@ the fetcher's accept filter and the content classifier, so the three cannot disa
   body that is neither HTML, XML nor a DTD is an ERROR ``content_type``.
 
 Patterns in the accept list use ``fnmatch`` wildcards: ``*/*+xml`` matches every XML
-suffix type. A type that no pattern matches is refused before its body is read.
+suffix type. A type that no pattern matches is refused before its body is read, with one
+exception: a gzip file (``application/gzip``, ``application/x-gzip``: :data:`GZIP_TYPES`)
+is a wrapper, not a kind of content. It is fetched when an accept pattern names it, or when
+its URL's file name ends in ``.gz`` and names no skipped suffix under it (``sitemap.xml.gz``
+yes, ``logs.tar.gz`` no: :func:`gzip_file_wanted`); the fetcher decompresses it under the
+decoded-bytes cap and the classifier reads what it holds by its first bytes (the sniff
+family), as sitemaps.org's ``sitemap.xml.gz`` asks.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ XML_SUFFIX = "+xml"
 DTD_TYPES = frozenset({"application/xml-dtd", "application/xml-external-parsed-entity",
                        "text/xml-external-parsed-entity"})
 SNIFFED_TYPES = frozenset({"text/plain", "application/octet-stream", "binary/octet-stream"})
+#: Media types of a gzip file: the body is decompressed, then read as what it holds.
+GZIP_TYPES = frozenset({"application/gzip", "application/x-gzip"})
+GZIP_SUFFIX = ".gz"
 
 #: ``crawler.skip_suffixes`` by default: URL path endings never fetched (media, archives,
 #: binaries, office documents, fonts, styles, scripts). ``.svg`` is absent (SVG is XML:
@@ -90,3 +99,16 @@ def accepted(mime: str | None, patterns: tuple[str, ...]) -> bool:
     if mime is None:
         return True
     return any(mime == pattern or fnmatch.fnmatchcase(mime, pattern) for pattern in patterns)
+
+
+def gzip_file_wanted(mime: str | None, file_name: str, skipped: frozenset[str] | set[str],
+                     ) -> bool:
+    """True when a body served as ``mime`` under ``file_name`` (the URL path's last segment,
+    lowercase) is a gzip file worth fetching without an accept pattern: a gzip media type and
+    a ``.gz`` name whose inner suffix (``.xml`` of ``sitemap.xml.gz``) is not in ``skipped``
+    (``.tar`` of ``logs.tar.gz`` is)."""
+    if mime not in GZIP_TYPES or not file_name.endswith(GZIP_SUFFIX):
+        return False
+    inner = file_name[:-len(GZIP_SUFFIX)]
+    dot = inner.rfind(".")
+    return dot <= 0 or inner[dot:] not in skipped

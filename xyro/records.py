@@ -26,6 +26,7 @@ class ErrorKind(StrEnum):
     SCOPE = "scope"                # outside the configured crawl scope
     ENCODING = "encoding"          # unsupported or corrupt Content-Encoding / charset
     TRAP = "trap"                  # crawler-trap defence
+    TRUNCATED = "truncated"        # the body ended before its Content-Length or last chunk
 
 
 @dataclass(frozen=True, slots=True)

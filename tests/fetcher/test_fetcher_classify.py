@@ -171,5 +171,5 @@ def test_decoder_refuses_unknown_and_corrupt_streams() -> None:
 def test_error_kinds_are_stable_lowercase_strings() -> None:
     assert [k.value for k in ErrorKind] == [
         "timeout", "too_large", "http_status", "robots", "parse", "dns", "connect",
-        "redirect", "address", "content_type", "scope", "encoding", "trap"]
+        "redirect", "address", "content_type", "scope", "encoding", "trap", "truncated"]
     assert str(ErrorKind.TOO_LARGE) == "too_large"

@@ -31,12 +31,14 @@ from xyro.net.dns import address_refusal, literal_address
 from xyro.net.urls import host_key
 
 #: Error kinds that say something about a host (not about one page of it).
-HOST_ERROR_KINDS = frozenset({"dns", "connect", "timeout", "address"})
+HOST_ERROR_KINDS = frozenset({"dns", "connect", "truncated", "timeout", "address"})
 
 #: What an operator can do about each kind, appended to the first warning.
 _ADVICE = {
     "dns": "check the host name and the resolver",
     "connect": "it is retried with back-off",
+    "truncated": "the server closes connections before the end of its responses; it is "
+                 "retried with back-off",
     "timeout": "the host is slow; crawler.limits.deadline_s bounds each fetch",
     "address": "private, loopback and link-local addresses are refused; set "
                "scope.allow_private_addresses: true to crawl such hosts",

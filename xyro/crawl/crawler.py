@@ -57,7 +57,8 @@ if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.bu
 log = logging.getLogger("xyro.crawl.crawler")
 
 #: robots.txt fetch failures that mean the host cannot be reached at all.
-UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS, ErrorKind.ADDRESS})
+UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
+                         ErrorKind.DNS, ErrorKind.ADDRESS})
 
 #: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
 #: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
@@ -66,7 +67,8 @@ ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
 #: Page fetch failures that back the host off (the host looks overloaded or unreachable).
 #: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
 #: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
-HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.DNS})
+HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
+                           ErrorKind.DNS})
 
 #: Clock seconds between looks at the frontier while only due pages may go and the hosts
 #: ready now hold none (their hosts wake no one when their politeness delay ends).
@@ -438,8 +440,10 @@ class Crawler:
             assert needs is not None
             needs.wait(item, result, done.needs, None, now)
             return
-        self._record(item, result, self._redirects.outcome(item.url, result, outcome), now,
-                     done.version, done.prior)
+        outcome = self._redirects.outcome(item.url, result, outcome)
+        if done.publication is not None:  # what its parser noted becomes an errors row
+            outcome = done.publication.noted(outcome)
+        self._record(item, result, outcome, now, done.version, done.prior)
         self.publication.answered(item.url, result.status)
         if done.publication is not None:
             # Read when its body was complete: a date stamped by the server while answering
@@ -545,7 +549,10 @@ class Crawler:
     def _resumed_done(self, done: _Done) -> None:
         assert done.resumed is not None and self._needs is not None
         now = self.clock.now()
-        self._needs.resumed(done.resumed, done.needs, done.outcome, done.version, now)
+        outcome = done.outcome
+        if done.publication is not None and outcome is not None:
+            outcome = done.publication.noted(outcome)
+        self._needs.resumed(done.resumed, done.needs, outcome, done.version, now)
         if done.publication is not None:
             self.publication.read(self.frontier, done.item.url, done.item.depth,
                                   done.publication, done.result.finished_at or now)

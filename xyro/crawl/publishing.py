@@ -17,20 +17,28 @@ frontier:
   and hands the dates to :class:`PublishedDates`, keyed by the listing's own URL (a host's
   honest sitemap must not lend its trust to a feed of the same host that dates every entry
   alike);
-* :meth:`PublicationChannel.change_date` is the change date a fetch's observation records.
+* :meth:`PublicationChannel.change_date` is the change date a fetch's observation records;
+* what a parser noted (entries past the cap, entries skipped, dates ignored) is never dropped
+  silently: :meth:`PublicationChannel.read` logs it (a WARNING when entries were cut at the
+  cap, naming the listing, how many were kept and the limit), and :meth:`Publication.noted`
+  puts it on the listing's page record as an errors row of kind :data:`NOTICE_KIND` (the
+  page stays XML), which ``xyro status`` and the view ``v_recent_errors`` show.
 
-Plain-text sitemaps and gzip-compressed sitemap files are not recognised (only XML
-``urlset``/``sitemapindex``, RSS, RDF and Atom bodies are).
+A gzip-compressed sitemap (``sitemap.xml.gz``) arrives here decompressed: the fetcher undoes
+a gzip media type under its decoded-bytes cap (:mod:`xyro.net.body`). Plain-text sitemaps
+are not recognised (only XML ``urlset``/``sitemapindex``, RSS, RDF and Atom bodies are).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from xyro.content.page import PageOutcome
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier, Submitted
 from xyro.publication.feeds import FeedError, parse_feed
@@ -46,6 +54,14 @@ LISTED_PRIORITY = DISCOVERY
 STAMP_TOLERANCE_S = 2.0
 #: Bytes of a body looked at to find its first element.
 SNIFF_BYTES = 1024
+#: Kind of the errors row that carries what a sitemap or feed parser noted (the listing
+#: itself was read and stays an XML page).
+NOTICE_KIND = "publication"
+#: Notes quoted in a log line; characters of notes kept in an errors row's detail.
+LOGGED_NOTES = 3
+MAX_NOTICE_CHARS = 2000
+
+log = logging.getLogger("xyro.crawl.publishing")
 
 Kind = Literal["sitemap", "feed"]
 
@@ -105,12 +121,52 @@ def _after_doctype(head: bytes, at: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Publication:
-    """What one sitemap or feed listed: pages with their dates, and (index) sitemaps."""
+    """What one sitemap or feed listed: pages with their dates, and (index) sitemaps; the
+    parser's notes, and ``capped_at``, its entry limit, when entries past it were ignored
+    (the parser's note saying so is then the last of ``notes``)."""
 
     kind: Kind
     pages: tuple[tuple[str, float | None], ...] = ()
     sitemaps: tuple[str, ...] = ()
-    errors: int = 0
+    notes: tuple[str, ...] = ()
+    capped_at: int | None = None
+
+    @property
+    def errors(self) -> int:
+        """Notes the parser made (the last one counts those past its note cap)."""
+        return len(self.notes)
+
+    @property
+    def kept(self) -> int:
+        """Entries kept: pages listed, or sitemaps of an index."""
+        return len(self.pages) + len(self.sitemaps)
+
+    def cut(self) -> str | None:
+        """What the entry cap cut, in words, or None when nothing was cut."""
+        if self.capped_at is None:
+            return None
+        advice = (" (sitemaps.org: at most 50,000 URLs a sitemap; a bigger site lists "
+                  "several sitemaps in a sitemap index)" if self.kind == "sitemap" else "")
+        return (f"lists more than {self.capped_at} entries: {self.kept} kept from the first "
+                f"{self.capped_at} read (the limit), the rest ignored{advice}")
+
+    def notice(self) -> str | None:
+        """Every note in one detail (cut first), at most :data:`MAX_NOTICE_CHARS`; None
+        when the parser noted nothing."""
+        if not self.notes:
+            return None
+        cut = self.cut()
+        text = (f"{self.kind} {cut}; " if cut else "") + \
+            f"{self.kind} parser notes ({len(self.notes)}): " + "; ".join(self.notes)
+        return text if len(text) <= MAX_NOTICE_CHARS else text[:MAX_NOTICE_CHARS - 3] + "..."
+
+    def noted(self, outcome: PageOutcome) -> PageOutcome:
+        """``outcome`` of the listing's fetch, carrying :meth:`notice` as an errors row of
+        kind :data:`NOTICE_KIND` (an outcome that already has an error keeps it)."""
+        notice = self.notice()
+        if notice is None or outcome.error_kind is not None:
+            return outcome
+        return replace(outcome, error_kind=NOTICE_KIND, error_detail=notice)
 
 
 def read_publication(body: bytes, url: str, kind: Kind,
@@ -129,13 +185,14 @@ def read_publication(body: bytes, url: str, kind: Kind,
             entries = tuple((e.url, e.lastmod) for e in parsed.entries)
             if parsed.kind == "index":
                 return Publication(kind, sitemaps=tuple(u for u, _ in entries),
-                                   errors=len(parsed.errors))
-            return Publication(kind, pages=entries, errors=len(parsed.errors))
+                                   notes=parsed.errors, capped_at=parsed.capped_at)
+            return Publication(kind, pages=entries, notes=parsed.errors,
+                               capped_at=parsed.capped_at)
         feed = parse_feed(body, url)
     except (SitemapError, FeedError):
         return None
     return Publication(kind, tuple((e.url, e.updated) for e in feed.entries),
-                       errors=len(feed.errors))
+                       notes=feed.errors, capped_at=feed.capped_at)
 
 
 class PublicationChannel:
@@ -221,6 +278,7 @@ class PublicationChannel:
         as sources, and the dates go to the trust record of ``source``."""
         with self._lock:
             self._reads += 1
+        _log_notes(source, publication)
         pages = frontier.submit(Source.SITEMAP, [u for u, _ in publication.pages],
                                 LISTED_PRIORITY, depth=depth + 1)
         self.dates.listed(source, publication.pages, read_at)
@@ -255,3 +313,18 @@ class PublicationChannel:
             sources, reads = len(self._sources), self._reads
         return {"sources": sources, "read": reads, **self.dates.counts(),
                 "trusted_sources": self.dates.trusted_sources()}
+
+
+def _log_notes(source: str, publication: Publication) -> None:
+    """Say what the parser of ``source`` noted: a WARNING when the entry cap cut the listing
+    (pages are lost), one INFO line quoting the first notes otherwise."""
+    cut = publication.cut()
+    if cut is not None:
+        log.warning("%s %s %s", publication.kind, source, cut)
+    others = publication.notes[:-1] if cut is not None else publication.notes
+    if others:
+        # The first notes, then the last: past the parser's note cap it counts the rest.
+        quoted = list(others[:LOGGED_NOTES])
+        if len(others) > LOGGED_NOTES:
+            quoted += ["...", others[-1]]
+        log.info("%s %s: parser notes: %s", publication.kind, source, "; ".join(quoted))

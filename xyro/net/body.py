@@ -5,6 +5,10 @@ read and the bytes produced are capped while streaming: a gzip/deflate/br bomb s
 cap with at most about one cap of output allocated, never the full expansion. Every stage of
 a stacked encoding (``Content-Encoding: gzip, br``) is capped, so an inner stream that
 decodes to nothing cannot make an outer one spin through gigabytes either.
+
+A body whose media type is itself gzip (``application/gzip`` for ``sitemap.xml.gz``,
+:data:`xyro.media_types.GZIP_TYPES`) gets one more stage, undone after the Content-Encodings
+and under the same cap: a gzip bomb served that way ends as :class:`BodyTooLarge` too.
 """
 
 from __future__ import annotations
@@ -86,6 +90,33 @@ class _ZlibStage:
         return b""
 
 
+class _WrappedGzipStage:
+    """The gzip file a gzip media type announces. Bytes that are not gzip pass unchanged: a
+    server that maps ``.gz`` both to ``application/x-gzip`` and to ``Content-Encoding: gzip``
+    sends the file gzipped once, and the Content-Encoding stage has undone it already."""
+
+    def __init__(self) -> None:
+        self._inner: _Stage | None = None
+        self._head = b""
+
+    def process(self, data: bytes, limit: int) -> bytes:
+        if self._inner is None:
+            self._head += data
+            if len(self._head) < len(_GZIP_MAGIC) and (data or not self._head):
+                return b""   # not yet known whether this is gzip (a flush decides)
+            data, self._head = self._head, b""
+            self._inner = (_ZlibStage("gzip") if data.startswith(_GZIP_MAGIC)
+                           else _PassThrough())
+        return self._inner.process(data, limit)
+
+
+class _PassThrough:
+    """Identity: the bytes as they are (the Decoder's caps still count them)."""
+
+    def process(self, data: bytes, limit: int) -> bytes:
+        return data
+
+
 class _BrotliStage:
     """br via the brotli package, using its output limit (brotli >= 1.2)."""
 
@@ -119,7 +150,10 @@ def parse_content_encoding(header: str | None) -> list[str]:
 class Decoder:
     """Streams raw body bytes through the stacked decoders with a cap on each stage."""
 
-    def __init__(self, encodings: list[str], max_decoded_bytes: int) -> None:
+    def __init__(self, encodings: list[str], max_decoded_bytes: int,
+                 gzip_file: bool = False) -> None:
+        """``encodings`` in the order they were applied; ``gzip_file``: the media type says
+        the content itself is a gzip file (undone last, see the module docstring)."""
         if len(encodings) > MAX_STACKED_ENCODINGS:
             raise BodyEncodingError(
                 f"{len(encodings)} stacked Content-Encodings {encodings}; "
@@ -133,6 +167,8 @@ class Decoder:
             else:
                 raise BodyEncodingError(
                     f"unsupported Content-Encoding {name!r} (gzip, deflate, br are decoded)")
+        if gzip_file:
+            self._stages.append(_WrappedGzipStage())
         self._cap = max_decoded_bytes
         self._produced = [0] * len(self._stages)
         self._out = bytearray()
@@ -144,8 +180,10 @@ class Decoder:
         self._push(0, data)
 
     def finish(self) -> bytes:
-        """Flush every stage and return the decoded body."""
-        self._push(0, b"")
+        """Flush every stage, outermost first, and return the decoded body (an inner stage
+        is fed only when the one before it has output: each needs its own flush)."""
+        for index in range(len(self._stages)):
+            self._push(index, b"")
         return bytes(self._out)
 
     def _push(self, index: int, data: bytes) -> None:

@@ -41,7 +41,7 @@ from urllib3.util.retry import Retry
 
 from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding, read_capped
 from xyro.net.filters import (
-    DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES, content_type_accepted, mime_type,
+    DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES, accepted_for, gzip_file, mime_type,
     suffix_skipped,
 )
 from xyro.clock import Clock
@@ -338,7 +338,8 @@ class Fetcher:
         if not 200 <= status < 300:
             self._discard(response, draft)
             raise _Failure(ErrorKind.HTTP_STATUS, f"HTTP {status} for {draft.final_url}")
-        if not content_type_accepted(draft.content_type, limits.accept_content_types):
+        if not accepted_for(draft.final_url, draft.content_type, limits.accept_content_types,
+                            limits.skip_suffixes):
             response.close()
             raise _Failure(ErrorKind.CONTENT_TYPE,
                            f"{draft.final_url}: Content-Type {draft.content_type} not accepted")
@@ -347,9 +348,11 @@ class Fetcher:
             response.close()
             raise _Failure(ErrorKind.TOO_LARGE, f"{draft.final_url}: Content-Length {length} "
                                                 f"exceeds the cap {limits.max_body_bytes}")
+        before = draft.bytes_on_wire
         try:
+            # A gzip file (sitemap.xml.gz) is decompressed here, under the same caps.
             decoder = Decoder(parse_content_encoding(headers.get("content-encoding")),
-                              limits.max_decoded_bytes)
+                              limits.max_decoded_bytes, gzip_file(draft.content_type))
             try:
                 draft.body = read_capped(lambda n: response.raw.read(n, decode_content=False),
                                          decoder, limits.max_body_bytes)
@@ -363,6 +366,9 @@ class Fetcher:
             raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{draft.final_url}: body stalled "
                                    f"for {limits.read_timeout_s:g} s") from None
         except _IO_ERRORS as exc:
+            if _incomplete(exc):
+                raise self._io_failure(ctx, ErrorKind.TRUNCATED, _truncated(
+                    draft.final_url, draft.bytes_on_wire - before, length)) from None
             raise self._io_failure(ctx, ErrorKind.CONNECT, f"{draft.final_url}: connection "
                                    f"broken while reading the body: {exc}") from None
         finally:
@@ -419,6 +425,30 @@ def _is_decimal(text: str) -> bool:
 def _content_length(headers: dict[str, str]) -> int | None:
     value = headers.get("content-length", "").strip()
     return int(value) if _is_decimal(value) else None
+
+
+def _incomplete(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps: urllib3 puts http.client's error in its args)
+    says the body ended before its announced end: Content-Length or the last chunk."""
+    todo: list[BaseException] = [exc]
+    for _ in range(8):   # a few levels of wrapping; never a walk around a cycle
+        if not todo:
+            return False
+        error = todo.pop()
+        if isinstance(error, http.client.IncompleteRead):
+            return True
+        todo += [a for a in error.args if isinstance(a, BaseException)]
+        if error.__cause__ is not None:
+            todo.append(error.__cause__)
+    return False
+
+
+def _truncated(url: str, received: int, length: int | None) -> str:
+    """The detail of a body cut short: how much of it came, of how much announced."""
+    told = (f"after {received} of {length} bytes (its Content-Length)" if length is not None
+            else f"after {received} bytes of a chunked body, before its last chunk")
+    return (f"{url}: the server closed the connection {told}; the incomplete body was not "
+            f"kept (if this repeats, the server or a proxy in front of it cuts responses)")
 
 
 def _reason(exc: BaseException) -> str:

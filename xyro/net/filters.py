@@ -1,5 +1,6 @@
 """What the fetcher refuses before reading a body: skipped URL suffixes and accepted
-Content-Types (paper 003 §3), and the lowercased path both look at.
+Content-Types (paper 003 §3; gzip files of wanted documents included), and the lowercased
+path both look at.
 
 Moved out of xyro/content/classify.py so the network edge does not import xyro.content
 (DESIGN.md §1: the fetcher hands bodies up to content; content may import net, not the
@@ -38,6 +39,20 @@ def content_type_accepted(mime: str | None, patterns: tuple[str, ...]) -> bool:
     """Missing types are accepted (the body gets sniffed); patterns like ``*/*+xml``
     (:func:`xyro.media_types.accepted`)."""
     return media_types.accepted(mime, patterns)
+
+
+def gzip_file(mime: str | None) -> bool:
+    """True when ``mime`` says the body is a gzip file (decompressed before it is read)."""
+    return mime in media_types.GZIP_TYPES
+
+
+def accepted_for(url: str, mime: str | None, patterns: tuple[str, ...],
+                 suffixes: frozenset[str] | set[str] = DEFAULT_SKIP_SUFFIXES) -> bool:
+    """The fetcher's verdict on a response's type: an accept pattern matches, or it is the
+    gzip file of a wanted document (``sitemap.xml.gz``; :func:`media_types.gzip_file_wanted`)."""
+    if content_type_accepted(mime, patterns):
+        return True
+    return media_types.gzip_file_wanted(mime, url_path(url).rsplit("/", 1)[-1], suffixes)
 
 
 def url_path(url: str) -> str:

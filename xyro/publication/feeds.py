@@ -68,6 +68,8 @@ class FeedParse:
     entries: tuple[FeedEntry, ...]
     feed_updated: float | None = None
     errors: tuple[str, ...] = ()
+    #: ``max_entries`` when the feed held more items and the rest were ignored, else None.
+    capped_at: int | None = None
 
 
 def parse_feed(body: bytes, base_url: str, *, max_entries: int = MAX_FEED_ENTRIES,
@@ -182,7 +184,7 @@ def _url(raw: str | None, base: str | None, line: int | None, what: str,
 def _capped(items: list[etree._Element], max_entries: int,
             notes: ErrorNotes) -> list[etree._Element]:
     if len(items) > max_entries:
-        notes.add(f"{len(items)} items; only the first {max_entries} are read")
+        notes.cap(max_entries, f"{len(items)} items; only the first {max_entries} are read")
     return items[:max_entries]
 
 
@@ -206,7 +208,7 @@ def _rss(root: etree._Element, base: str, max_entries: int, notes: ErrorNotes) -
             entries.append(FeedEntry(url, _date(item, _RSS_DATES, notes)))
     updated = _date(channel, (("lastBuildDate", "", parse_rfc822_datetime),) + _RSS_DATES,
                     notes)
-    return FeedParse("rss", tuple(entries), updated, notes.final())
+    return FeedParse("rss", tuple(entries), updated, notes.final(), notes.capped_at)
 
 
 def _rdf(root: etree._Element, base: str, max_entries: int, notes: ErrorNotes) -> FeedParse:
@@ -222,7 +224,7 @@ def _rdf(root: etree._Element, base: str, max_entries: int, notes: ErrorNotes) -
     channels = _children(root, "channel", spaces)
     updated = (_date(channels[0], (("date", DC, parse_w3c_datetime),), notes)
                if channels else None)
-    return FeedParse("rdf", tuple(entries), updated, notes.final())
+    return FeedParse("rdf", tuple(entries), updated, notes.final(), notes.capped_at)
 
 
 _ATOM_DATES = (("updated", ATOM, parse_w3c_datetime), ("published", ATOM, parse_w3c_datetime))
@@ -240,7 +242,7 @@ def _atom(root: etree._Element, base: str, max_entries: int, notes: ErrorNotes) 
         if url:
             entries.append(FeedEntry(url, _date(entry, _ATOM_DATES, notes)))
     updated = _date(root, (("updated", ATOM, parse_w3c_datetime),), notes)
-    return FeedParse("atom", tuple(entries), updated, notes.final())
+    return FeedParse("atom", tuple(entries), updated, notes.final(), notes.capped_at)
 
 
 def _xml_base(elem: etree._Element, base: str) -> str | None:

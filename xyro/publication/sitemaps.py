@@ -79,6 +79,8 @@ class SitemapParse:
     kind: Literal["urlset", "index"]
     entries: tuple[SitemapEntry, ...]
     errors: tuple[str, ...] = ()
+    #: ``max_urls`` when the sitemap held more entries and the rest were ignored, else None.
+    capped_at: int | None = None
 
 
 @dataclass
@@ -87,6 +89,13 @@ class ErrorNotes:
 
     notes: list[str] = field(default_factory=list)
     dropped: int = 0
+    capped_at: int | None = None  # the entry cap, once entries past it were ignored
+    cap_note: str | None = None
+
+    def cap(self, limit: int, note: str) -> None:
+        """Entries past ``limit`` are ignored: the limit and a note, always the last one of
+        :meth:`final` (kept past the note cap too: it says pages were lost)."""
+        self.capped_at, self.cap_note = limit, note
 
     def add(self, note: str) -> None:
         if len(self.notes) < MAX_ERROR_NOTES:
@@ -96,7 +105,8 @@ class ErrorNotes:
 
     def final(self) -> tuple[str, ...]:
         more = [f"... and {self.dropped} more error(s)"] if self.dropped else []
-        return tuple(self.notes + more)
+        cut = [self.cap_note] if self.cap_note is not None else []
+        return tuple(self.notes + more + cut)
 
 
 def escape_bare_ampersands(data: bytes) -> bytes:
@@ -168,9 +178,9 @@ def parse_sitemap(body: bytes, base_url: str, *, max_urls: int = MAX_SITEMAP_URL
     notes = ErrorNotes()
     if head != b"<":
         entries = _text_entries(text, rule, max_urls, notes)
-        return SitemapParse("urlset", entries, notes.final())
+        return SitemapParse("urlset", entries, notes.final(), notes.capped_at)
     kind, entries = _xml_entries(text, base, rule, max_urls, notes)
-    return SitemapParse(kind, entries, notes.final())
+    return SitemapParse(kind, entries, notes.final(), notes.capped_at)
 
 
 class _LocationRule:
@@ -203,7 +213,7 @@ def _text_entries(text: bytes, rule: _LocationRule, max_urls: int,
             continue
         seen += 1
         if seen > max_urls:
-            notes.add(f"more than {max_urls} URLs; the rest are ignored")
+            notes.cap(max_urls, f"more than {max_urls} URLs; the rest are ignored")
             break
         try:
             line = raw.decode("utf-8")
@@ -248,6 +258,7 @@ def _xml_entries(text: bytes, base: str, rule: _LocationRule, max_urls: int,
         for note in trial.notes:
             notes.add(note)
         notes.dropped += trial.dropped
+        notes.capped_at, notes.cap_note = trial.capped_at, trial.cap_note
         return kind, entries
     raise SitemapError(f"sitemap {base} is not well-formed XML: "
                        f"{first_error or 'no root element'}")
@@ -272,7 +283,7 @@ def _pull(data: bytes, base: str, rule: _LocationRule, max_urls: int, notes: Err
                 and _ns(elem) == namespace:
             items += 1
             if items > max_urls:
-                notes.add(f"more than {max_urls} entries; the rest are ignored")
+                notes.cap(max_urls, f"more than {max_urls} entries; the rest are ignored")
                 break
             entry = _entry(elem, namespace, base, rule, kind == "index", notes)
             if entry is not None:
