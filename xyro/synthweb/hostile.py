@@ -57,7 +57,8 @@ CASES: dict[str, HostileCase] = {c.name: c for c in [
     _C("gone", "/h/gone.html", "/h/gone.html", "dead", None,
        "404 until t0 + spec.gone_after_seconds (clock), 410 after"),
     _C("busy_503", "/h/busy.html", "/h/busy.html", "http_status", "html",
-       "503 + Retry-After until t0 + spec.busy_seconds (clock), a normal page after"),
+       "503 + Retry-After for spec.busy_seconds (clock) from its first request, a normal "
+       "page after"),
     _C("throttled_host", None, None, "http_status", None,
        "a whole host answering 429 + Retry-After to requests sooner than "
        "spec.throttle_retry_after clock seconds after its previous page request"),
@@ -119,6 +120,12 @@ class HostileResponder:
         self._bomb: bytes | None = None
         self._lock = threading.Lock()
         self._filler = (b"<p>" + b"filler " * 9000 + b"</p>\n")[: 1 << 16]
+        self._busy_since: dict[int, float] = {}  # host → clock time of its first busy request
+        self._busy_lock = threading.Lock()  # not the bomb's: its build holds that one
+        if "gzip_bomb" in spec.hostile:
+            # Built ahead: built at its first request, it ate into the crawler's fetch
+            # deadline on a loaded machine (a timeout, not the too_large the bomb is for).
+            threading.Thread(target=self.bomb, name="synthweb-bomb", daemon=True).start()
 
     def bomb(self) -> bytes:
         with self._lock:
@@ -207,7 +214,11 @@ class HostileResponder:
         return Reply(status, "text/html; charset=utf-8", _html(text, "").encode())
 
     def _busy_503(self, host: int, path: str, now: float) -> Reply:
-        left = self._t0 + self._spec.busy_seconds - now
+        # Busy from the first request, not from t0: a crawler that reaches the page late
+        # (a loaded machine) must still meet the 503 and its Retry-After.
+        with self._busy_lock:
+            since = self._busy_since.setdefault(host, now)
+        left = since + self._spec.busy_seconds - now
         if left > 0:
             return Reply(503, "text/html; charset=utf-8", _html("Busy", "").encode(),
                          (("Retry-After", str(max(1, int(left + 0.999)))),))
