@@ -7,16 +7,19 @@ fetch worker threads never share one.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from metadata.records import PageType
-from metadata.schema import FETCHED
+from metadata.schema import CHILD_DTYPE, FETCHED
 from metadata.urlkeys import url_hash
 
 # Only fetched URLs have validators, and only they are in the (partial) hash index.
 _VALIDATORS = (f"SELECT url, etag, last_modified, type, last_access, signature FROM urls "
                f"WHERE hash = ? AND {FETCHED}")
+_CHUNK = 500  # ids per query (SQLite's bound variables)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +61,52 @@ def known_urls(conn: sqlite3.Connection, batch: int = 50_000) -> Iterator[str]:
     while rows := cursor.fetchmany(batch):
         for (url,) in rows:
             yield url
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPage:
+    """A page the store shows fetched: its id, URL, last fetch (start time, HTTP status)."""
+
+    url_id: int
+    url: str
+    last_access: float
+    http_status: int | None
+
+
+def fetched_pages(conn: sqlite3.Connection, batch: int = 50_000) -> Iterator[FetchedPage]:
+    """Every fetched page but those fetched for their links alone (type ``outside``, the
+    global estimate's: no OPIC visit), in no particular order."""
+    cursor = conn.execute(f"SELECT id, url, last_access, http_status FROM urls "
+                          f"WHERE {FETCHED} AND type != 'outside'")
+    while rows := cursor.fetchmany(batch):
+        for row in rows:
+            yield FetchedPage(*row)
+
+
+def child_lists(conn: sqlite3.Connection, url_ids: Sequence[int]
+                ) -> dict[int, tuple[np.ndarray, bool]]:
+    """For each of ``url_ids``: its stored child ids (page order, empty without a ``links``
+    row) and whether its last fetch read content (a 200 or a 304: an observation at its
+    ``last_access``; a failed fetch or a redirect writes none and leaves the links as the
+    last good read stored them)."""
+    found: dict[int, tuple[np.ndarray, bool]] = {}
+    for start in range(0, len(url_ids), _CHUNK):
+        chunk = list(url_ids[start:start + _CHUNK])
+        sql = (f"SELECT u.id, l.children, EXISTS (SELECT 1 FROM observations o "
+               f"WHERE o.url_id = u.id AND o.access = u.last_access) FROM urls u "
+               f"LEFT JOIN links l ON l.src = u.id "
+               f"WHERE u.id IN ({','.join('?' * len(chunk))})")
+        for url_id, blob, read in conn.execute(sql, chunk):
+            found[url_id] = (np.frombuffer(blob or b"", dtype=CHILD_DTYPE), bool(read))
+    return found
+
+
+def urls_by_id(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, str]:
+    """The URL of each of ``url_ids`` (ids that name no row are left out)."""
+    unique = list(dict.fromkeys(url_ids))
+    found: dict[int, str] = {}
+    for start in range(0, len(unique), _CHUNK):
+        chunk = unique[start:start + _CHUNK]
+        found.update(conn.execute(f"SELECT id, url FROM urls WHERE id IN "
+                                  f"({','.join('?' * len(chunk))})", chunk))
+    return found

@@ -56,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 7
+CURRENT_VERSION = 8
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -287,6 +287,24 @@ def _v6_to_v7(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+#: The start URLs added with ``xyro seed``, kept apart from the frontier: a scope derived from
+#: the seeds (empty ``scope.allowed_domains``) includes their hosts at every start, and a
+#: running crawler picks up rows added while it runs (ids above the last it read, never
+#: reused: AUTOINCREMENT, so a row an operator deletes cannot hide a later one).
+V8_DDL = """
+CREATE TABLE seeds (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    url       TEXT NOT NULL UNIQUE,
+    priority  INTEGER NOT NULL,
+    added_at  REAL NOT NULL
+)
+"""
+
+
+def _v7_to_v8(conn: sqlite3.Connection) -> None:
+    conn.execute(V8_DDL)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -296,6 +314,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     5: ("the OPIC checkpoint of the crawl (000/004: cash, history, clock)", _v4_to_v5),
     6: ("the crawl bandwidth spent per refresh time unit", _v5_to_v6),
     7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
+    8: ("the start URLs added with xyro seed", _v7_to_v8),
 }
 
 

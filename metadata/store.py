@@ -29,7 +29,9 @@ from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph, UnitSpent
 from metadata.refresh_queries import FOLDER_UNIT_KEY, state_value
 from metadata.resolver import UrlResolver
+from metadata import seeds as seed_table
 from metadata.schema import CURRENT_VERSION, file_version, migrate
+from metadata.seeds import StoredSeed
 from metadata.status import store_status
 from metadata.urlkeys import HashFn, url_hash
 from metadata.views import NEWEST_UNIT_FIRST
@@ -268,6 +270,24 @@ class MetadataStore:
             f"SELECT {_UNIT_SPENT_COLUMNS} FROM fetch_units WHERE unit = ? AND unit_s = ?",
             (unit, unit_s)).fetchone()
         return None if row is None else _unit_spent(row)
+
+    def add_seeds(self, urls: Sequence[str], priority: int, at: float) -> int:
+        """Store canonical ``urls`` as seeds (:mod:`metadata.seeds`); returns how many are
+        new. Safe while a crawler writes the database: it touches the ``seeds`` table only."""
+        self._refuse_writes()
+        try:
+            return seed_table.add_seeds(self._conn(), urls, priority, at)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise MetadataError(
+                f"cannot store seeds in {self.path}: another process kept the database "
+                f"locked for the whole busy timeout ({exc}); try again, and if it persists "
+                "look for a stuck process holding it (fuser on the file)") from None
+
+    def seeds(self, after_id: int = 0) -> list[StoredSeed]:
+        """The seeds added with ``xyro seed`` whose id is above ``after_id``, oldest first."""
+        return seed_table.stored_seeds(self._conn(), after_id)
 
     def get_state(self, key: str, default: object = None) -> object:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()

@@ -337,7 +337,9 @@ def test_read_only_commands_without_wal_files(template: Path, world: Path) -> No
     stderr = _check_read_only_commands(world, db, warehouse, urls=2)
     warnings = [line for line in stderr.splitlines() if "immutable" in line]
     assert len(warnings) == 4 and all(str(db) in w and "daemon" in w for w in warnings)
-    assert sorted(p.name for p in db.parent.iterdir()) == ["warehouse", "xyro.db"]
+    # The lock file is the template's (`xyro seed` takes the crawl lock); no -wal or -shm.
+    assert sorted(p.name for p in db.parent.iterdir()) == ["warehouse", "xyro.db",
+                                                           "xyro.db.lock"]
 
 
 def test_read_only_commands_while_the_daemon_writes(template: Path, world: Path) -> None:

@@ -208,8 +208,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     # The frontier owns queued work: one admission, and the writer's submit to record every
     # enqueue and dequeue itself (DESIGN.md §2).
     opic = build_opic(app, store, writer.submit)
-    frontier = Frontier(hosts, robots, clock, admission=build_admission(app),
-                        record=writer.submit,
+    admission = build_admission(app, scope_seeds(app, store))
+    frontier = Frontier(hosts, robots, clock, admission=admission, record=writer.submit,
                         seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate),
                         cash=None if opic is None else opic.opic.cash)
     crawler = Crawler(
@@ -229,12 +229,17 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
 
 def build_opic(app: App, store: MetadataStore,
                submit: Callable[[Any], object]) -> OpicCheckpoints | None:
-    """OPIC in the crawl (``ranking.opic``), continued from the stored checkpoint if any."""
+    """OPIC in the crawl (``ranking.opic``), continued from the stored checkpoint if any and
+    brought up to the store: the visits of pages fetched after it (all fetched pages without
+    one) are replayed (:mod:`xyro.crawl.opic_replay`)."""
     # Imported here: ranking compiles with numba, whose cache folder the entry point sets
     # first (xyro/service/numba_cache.py).
+    from contextlib import closing
+
     from ranking.opic import OpicParams
     from ranking.opic_adaptive import WINDOW_ESTIMATES, AdaptiveParams
     from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpoints
+    from xyro.crawl.opic_replay import replay_fetches
 
     cfg = app.config.ranking
     opic_cfg = cfg.opic
@@ -250,6 +255,8 @@ def build_opic(app: App, store: MetadataStore,
         opic = OnlineOpic(OpicParams(damping=cfg.damping, adaptive=adaptive), focus,
                           opic_cfg.estimate)
     opic.load_kernels()  # at start, not at the first fetched page (OnlineOpic.load_kernels)
+    with closing(store.read_connection()) as conn:
+        replay_fetches(opic, conn, None if stored is None else stored[0])
     return OpicCheckpoints(opic, submit, app.clock, opic_cfg.checkpoint_interval_s,
                            importance=cfg.importance == "opic")
 
@@ -280,13 +287,22 @@ def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalo
     return catalogs
 
 
-def build_admission(app: App) -> Admission:
-    """The one admission of every producer of the frontier, from the config (DESIGN.md §2);
-    also used with no crawler running (``xyro seed``, ``xyro plan --run``)."""
+def scope_seeds(app: App, store: MetadataStore) -> tuple[str, ...]:
+    """The URLs whose hosts a scope derived from the seeds allows (empty
+    ``scope.allowed_domains``, DESIGN.md §2): the configured seeds and sitemaps and the seeds
+    added with ``xyro seed`` (:mod:`metadata.seeds`)."""
+    cfg = app.config
+    return (*cfg.seeds, *cfg.sitemaps, *(s.url for s in store.seeds()))
+
+
+def build_admission(app: App, seeds: tuple[str, ...]) -> Admission:
+    """The one admission of every producer of the frontier, from the config and ``seeds``
+    (:func:`scope_seeds`) (DESIGN.md §2); also used with no crawler running (``xyro seed``,
+    ``xyro plan --run``)."""
     cfg = app.config
     scope, traps = cfg.scope, cfg.crawler.traps
     return Admission(
-        Scope(cfg.seeds, scope.allowed_domains, scope.denied_domains, scope.allow_patterns,
+        Scope(seeds, scope.allowed_domains, scope.denied_domains, scope.allow_patterns,
               scope.deny_patterns, scope.max_depth),
         TrapGuard(app.clock, max_url_length=cfg.crawler.limits.max_url_length,
                   max_repeated_segments=traps.max_repeated_segments,

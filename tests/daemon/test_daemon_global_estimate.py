@@ -127,7 +127,7 @@ def _replayed(db: Path, cfg: XyroConfig, budget: int) -> set[str]:
     fetch (out of scope, and fetched or still fetchable): what the daemon should have
     fetched, if its rounds are the paper's loop."""
     with MetadataStore.open(db) as store:
-        stored = stored_domain(store, config_scope(cfg))
+        stored = stored_domain(store, config_scope(cfg, (*cfg.seeds, *cfg.sitemaps)))
     may = ~stored.in_scope & stored.fetchable
     may[stored.outside] = True
     score = SELECTORS["sc_learned"]

@@ -44,7 +44,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     make_v1_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 7
+        assert store.schema_version == CURRENT_VERSION == 8
         assert store.url_ids(URLS, create=False) == [1, 2, 3, 4]
         g = store.export_graph()
         assert g.indptr.tolist() == [0, 3, 4, 4, 4]
@@ -60,11 +60,11 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
     assert conn.execute("SELECT version, name FROM migrations ORDER BY version").fetchall() == [
         (1, "initial schema"), (2, MIGRATIONS[2][0]), (3, MIGRATIONS[3][0]),
         (4, MIGRATIONS[4][0]), (5, MIGRATIONS[5][0]), (6, MIGRATIONS[6][0]),
-        (7, MIGRATIONS[7][0])]
+        (7, MIGRATIONS[7][0]), (8, MIGRATIONS[8][0])]
     assert conn.execute("SELECT n, length(children) FROM links ORDER BY src").fetchall() == [
         (3, 12), (1, 4)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"xml_versions", "pending", "links", "opic_checkpoint"} <= tables
+    assert {"xml_versions", "pending", "links", "opic_checkpoint", "seeds"} <= tables
     assert "links_v2" not in tables
     views = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")}
     assert set(VIEWS) <= views
@@ -173,7 +173,7 @@ def test_v3_file_gets_the_weight_key_and_the_unread_index(tmp_path: Path) -> Non
     path = tmp_path / "v3.db"
     make_v3_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 7
+        assert store.schema_version == CURRENT_VERSION == 8
         conn = store.read_connection()
         assert conn.execute("SELECT due_unit, weight, rate FROM urls WHERE id = 1"
                             ).fetchone() == (7, None, 0.001)
@@ -184,7 +184,7 @@ def test_v3_file_gets_the_weight_key_and_the_unread_index(tmp_path: Path) -> Non
     assert indexed == 2
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT max(version), name FROM migrations").fetchone() == (
-        7, MIGRATIONS[7][0])
+        CURRENT_VERSION, MIGRATIONS[CURRENT_VERSION][0])
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     conn.close()
 

@@ -23,11 +23,10 @@ import click
 
 from metadata import MetadataError
 from xyro import __version__
-from xyro.app import App, build_admission
+from xyro.app import App
 from xyro.cli.context import FiniteFloat, LazyApp, app_of, canonical_url, format_status
 from xyro.config_load import ConfigError, load_config
-from xyro.crawl.admission import Source
-from xyro.crawl.frontier import URGENT, admit_offline, records
+from xyro.crawl.frontier import URGENT
 from xyro.errors import UsageError, XyroError, permission_message
 from xyro.service import numba_cache
 
@@ -104,22 +103,20 @@ def init(ctx: click.Context) -> None:
                    "DTDs and entities, outside scope and bandwidth).")
 @click.pass_context
 def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
-    """Add start URLs to the persisted frontier."""
+    """Add start URLs: kept as seeds (their hosts are in a scope derived from the seeds) and
+    queued now, or by the crawler running on the database."""
+    from xyro.service.crawl_run import SEED_POLL_S
+    from xyro.service.seeding import seed_urls
+
     canonical = [canonical_url(u, "seed") for u in urls]
-    app = app_of(ctx)
-    # The frontier's own admission and record building, with no crawler running (§2).
-    submitted = admit_offline(build_admission(app), Source.SEED, canonical, priority)
-    if submitted.refused:
-        refused = "; ".join(f"{o.url} ({r})" for o, r in submitted.refused)
-        raise UsageError(f"seed refused by the crawl's admission: {refused}; nothing was "
-                         "queued (see the scope and crawler.skip_suffixes keys)")
-    with app.open_store() as store:
-        writer = store.writer()
-        try:
-            writer.submit_many(records(submitted.queued))
-        finally:
-            writer.close()
-    click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
+    done = seed_urls(app_of(ctx), canonical, priority)
+    if done.running:
+        who = f"process {done.crawler_pid}" if done.crawler_pid else "another process"
+        click.echo(f"stored {len(canonical)} seed URL(s) at priority {priority} for the running "
+                   f"crawler ({who}): `xyro run` queues them within {SEED_POLL_S:g} s, "
+                   "`xyro crawl` at its next start")
+    else:
+        click.echo(f"queued {len(canonical)} URL(s) at priority {priority}")
 
 
 @cli.command()

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from xyro.app import App, build_admission
+from xyro.app import App, build_admission, scope_seeds
 from xyro.cli.context import canonical_url
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import admit_offline, records
@@ -65,7 +65,7 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
             if explain_url is not None:
                 report = planner.explain(canonical_url(explain_url, "--explain"))
             elif run_unit:
-                report = _run(planner, writer.submit, app)
+                report = _run(planner, writer.submit, app, scope_seeds(app, store))
             else:
                 report = summary(planner.plan(), units)
         finally:
@@ -76,12 +76,13 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
                else _render(report))
 
 
-def _run(planner: RefreshPlanner, submit: Any, app: App) -> dict[str, Any]:
+def _run(planner: RefreshPlanner, submit: Any, app: App,
+         seeds: tuple[str, ...]) -> dict[str, Any]:
     """Plan the unit and write its pages to the persisted frontier through the frontier's
     admission and record building (no crawler runs here; DESIGN.md §2)."""
     unit = planner.current_unit()
     fetch = planner.run_unit(unit)
-    admission = build_admission(app)
+    admission = build_admission(app, seeds)
     by_priority: dict[str, int] = {}
     refused: dict[str, int] = {}
     for priority, items in planner.offers(fetch).items():

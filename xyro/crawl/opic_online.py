@@ -13,7 +13,10 @@ virtual page V); this module gives it the crawl's vocabulary:
   from V at once (as much as V holds), so the total cash never changes;
 - :meth:`checkpoint` encodes the whole state with the pages' URLs (a compressed ``.npz``) for
   the metadata writer (:class:`metadata.SaveOpic`), and :meth:`from_checkpoint` continues
-  from it after a restart: same pages, same cash, same G.
+  from it after a restart: same pages, same cash, same G;
+- :meth:`replay` is :meth:`visit` for a fetch the store holds but the restored state missed
+  (fetched after the checkpoint, or with OPIC off): :mod:`xyro.crawl.opic_replay` calls it
+  at start, through the same visit path, so the state agrees with the store again.
 
 Thread-safety: visits, grants and checkpoints take the lock (the dispatcher visits; the
 daemon's checkpoint timer and ``xyro status`` read). :meth:`cash` reads without it, since
@@ -88,6 +91,7 @@ class OnlineOpic:
         self._estimate = estimate
         self._lock = threading.Lock()
         self.visits = 0
+        self.replayed = 0  # visits replayed from the store at start (not in ``visits``)
         self.granted = 0.0  # focus cash handed out since start
 
     # -- the crawl's calls ------------------------------------------------------------------
@@ -96,13 +100,39 @@ class OnlineOpic:
               likely_xml: Sequence[bool] | None = None) -> None:
         """Page ``url`` was read and links to ``children`` (flags for focus: likely XML)."""
         with self._lock:
-            get = self._ids.get
-            page = get(url)
-            ids = list(map(get, children))
-            if page is None or None in ids:  # new pages: about one visit in two
-                page, ids = self._add_new(url, children, likely_xml)
-            self._state.visit_known(page, ids)  # type: ignore[arg-type]
+            self._visit(url, children, likely_xml)
             self.visits += 1
+
+    def replay(self, url: str, children: Sequence[str],
+               likely_xml: Sequence[bool] | None = None) -> None:
+        """:meth:`visit` of a fetch the store holds but this state missed, at start
+        (:mod:`xyro.crawl.opic_replay`); counted in ``replayed``, not ``visits``."""
+        with self._lock:
+            self._visit(url, children, likely_xml)
+            self.replayed += 1
+
+    def was_visited(self) -> Callable[[str], bool]:
+        """A test of "this state visited ``url`` at least once", as the state is now (later
+        visits do not change its answers): what a replay at start checks the store against."""
+        with self._lock:
+            visits = self._state.visits()
+            ids = self._ids
+        n = len(visits)
+
+        def visited(url: str) -> bool:
+            page = ids.get(url)
+            return page is not None and page < n and bool(visits[page])
+        return visited
+
+    def _visit(self, url: str, children: Sequence[str],
+               likely_xml: Sequence[bool] | None) -> None:
+        """One visit (lock held): new pages added with their focus grants, then OPIC's."""
+        get = self._ids.get
+        page = get(url)
+        ids = list(map(get, children))
+        if page is None or None in ids:  # new pages: about one visit in two
+            page, ids = self._add_new(url, children, likely_xml)
+        self._state.visit_known(page, ids)  # type: ignore[arg-type]
 
     def cash(self, url: str) -> float:
         """The cash of ``url`` now (0.0 for a URL OPIC has not met): the Greedy key."""

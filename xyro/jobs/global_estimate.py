@@ -32,7 +32,7 @@ from ranking.global_domain import graph_out_links, simple_graph
 from ranking.global_estimate import EstimateParams, estimate_metrics, find_global_pagerank
 from ranking.importance import direct_importance
 from ranking.sweep import SolverParams
-from xyro.app import App, build_admission
+from xyro.app import App, build_admission, scope_seeds
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import DISCOVERY, admit_offline
 from xyro.config import GlobalEstimateConfig
@@ -120,7 +120,8 @@ def estimate_store(app: App, options: GlobalOptions) -> dict[str, Any]:
     started = time.perf_counter()
     cfg = app.config
     with app.open_store(read_only=True) as store:
-        stored = stored_domain(store, config_scope(cfg))
+        seeds = scope_seeds(app, store)
+        stored = stored_domain(store, config_scope(cfg, seeds))
     local, stored_outside, url_of = stored.local, stored.outside, stored.urls
     in_scope = stored.in_scope
     if local.size == 0:
@@ -135,7 +136,7 @@ def estimate_store(app: App, options: GlobalOptions) -> dict[str, Any]:
     n = len(local)
     outside = ~in_scope[view.candidates]
     per_round = options.params(n, damping).round_sizes()
-    admission = build_admission(app)
+    admission = build_admission(app, seeds)
 
     def admitted(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
         ok = {o.url for o in admit_offline(admission, Source.GLOBAL_ESTIMATE,

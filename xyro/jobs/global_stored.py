@@ -31,11 +31,11 @@ _OUTSIDE_TYPES = (PageType.HTML, PageType.XML, PageType.OUTSIDE)
 _FETCHABLE_TYPES = (PageType.UNREAD, PageType.REFUSED)
 
 
-def config_scope(cfg: XyroConfig) -> Scope:
+def config_scope(cfg: XyroConfig, seeds: tuple[str, ...]) -> Scope:
     """The configured scope without its depth limit: a page is in the local domain by its
-    URL, whatever the path that found it."""
+    URL, whatever the path that found it. ``seeds``: ``xyro.app.scope_seeds``."""
     scope = cfg.scope
-    return Scope(cfg.seeds, scope.allowed_domains, scope.denied_domains,
+    return Scope(seeds, scope.allowed_domains, scope.denied_domains,
                  scope.allow_patterns, scope.deny_patterns)
 
 

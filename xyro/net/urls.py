@@ -263,7 +263,9 @@ class _DomainSet:
 class Scope:
     """What the crawl wants: domains, URL patterns and link depth (DESIGN.md §2, §7).
 
-    Empty ``allowed_domains`` means the seeds' hosts. A domain also allows its subdomains.
+    Empty ``allowed_domains`` means the seeds' hosts (``seeds``: the configured seeds and
+    sitemaps and those added with ``xyro seed``; none at all: every host, see
+    :attr:`unbounded`). A domain also allows its subdomains.
     Denied domains win over allowed ones; ``deny_patterns`` (regex search on the canonical
     URL) win over ``allow_patterns``; with ``allow_patterns`` given, one must match.
     ``max_depth`` None means unlimited; seeds have depth 0.
@@ -291,6 +293,11 @@ class Scope:
         self._allow = _compile(allow_patterns, "allow")
         self._deny = _compile(deny_patterns, "deny")
         self.max_depth = max_depth
+
+    @property
+    def unbounded(self) -> bool:
+        """Derived from no seed at all: every host is in scope (the crawl warns at start)."""
+        return self.derived and not self._allowed
 
     def add_seeds(self, seeds: Iterable[str]) -> None:
         """Seeds added while running: their hosts join a scope derived from the seeds."""

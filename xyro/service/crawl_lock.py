@@ -26,6 +26,10 @@ class CrawlerRunning(XyroError):
 
     exit_code = 2
 
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid  # the holder's, as its lock file names it (None: unreadable)
+
 
 def lock_path(database: Path) -> Path:
     return database.with_name(database.name + ".lock")
@@ -83,7 +87,7 @@ class CrawlLock:
         raise CrawlerRunning(
             f"another Xyro crawler ({who}) is running on {self.database}: two crawlers on "
             f"one database would break politeness and fetch pages twice; stop it first "
-            f"(systemctl stop xyro) or point storage.database elsewhere")
+            f"(systemctl stop xyro) or point storage.database elsewhere", holder)
 
     def release(self) -> None:
         if self._fd is not None:

@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from itertools import groupby
 from typing import Any
 
 from metadata import JobRun, MetadataStore, SetState, crawl_queries
@@ -28,6 +29,8 @@ log = logging.getLogger("xyro.crawl")
 
 #: Frontier priority of seeds and configured start URLs.
 SEED_PRIORITY = URGENT
+#: How often the daemon reads the seeds ``xyro seed`` adds while it runs (real seconds).
+SEED_POLL_S = 2.0
 
 
 def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
@@ -55,9 +58,11 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
             resumed = restore_frontier(store, crawler,
                                        app.config.scope.allow_private_addresses)
             seeded = queue_seeds(crawler.frontier, app.config.seeds)
+            seeded += queue_stored_seeds(store, crawler.frontier)[0]
             seeded += queue_sitemaps(crawler, app.config.sitemaps)
             if resumed + seeded == 0:
                 _nothing_queued(store, crawler, bool(app.config.seeds))
+            warn_unbounded(crawler.frontier)
             log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
                      resumed, seeded, app.config.crawler.workers)
             with handle_signals(stop):
@@ -72,15 +77,38 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     return summary
 
 
-def queue_seeds(frontier: Frontier, seeds: Iterable[str]) -> int:
-    """Offer configured seeds to the frontier (known ones are skipped: seeds are re-read on
-    every start); refused ones are named in the log. Returns how many were queued."""
+def queue_seeds(frontier: Frontier, seeds: Iterable[str], priority: int = SEED_PRIORITY) -> int:
+    """Offer seeds to the frontier (known ones are skipped: seeds are re-read on every
+    start); refused ones are named in the log. Returns how many were queued."""
     canonical = [c for c in map(canonicalize, seeds) if c is not None]
-    submitted = frontier.submit(Source.SEED, canonical, SEED_PRIORITY)
+    submitted = frontier.submit(Source.SEED, canonical, priority)
     for offer, refusal in submitted.refused:
         log.warning("seed %s refused (%s); check the scope keys of the configuration",
                     offer.url, refusal)
     return len(submitted.queued)
+
+
+def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int = 0
+                       ) -> tuple[int, int]:
+    """Queue the seeds stored with an id above ``after_id`` (their hosts join a scope derived
+    from the seeds; known URLs are skipped). Returns (URLs queued, the last id read)."""
+    rows = store.seeds(after_id)
+    if not rows:
+        return 0, after_id
+    frontier.admission.add_seeds([r.url for r in rows])
+    queued = 0
+    for priority, group in groupby(sorted(rows, key=lambda r: r.priority),
+                                   key=lambda r: r.priority):
+        queued += queue_seeds(frontier, [r.url for r in group], priority)
+    return queued, rows[-1].id
+
+
+def warn_unbounded(frontier: Frontier) -> None:
+    """One warning when the scope is derived from seeds and there is none at all."""
+    if frontier.admission.scope.unbounded:
+        log.warning("scope.allowed_domains is empty and no seed is known (the seeds and "
+                    "sitemaps keys, `xyro seed`), so every host is in scope: add seeds "
+                    "with `xyro seed URL...` or set scope.allowed_domains")
 
 
 def queue_sitemaps(crawler: Crawler, sitemaps: Iterable[str]) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from metadata import JobRun, MetadataStore, SetState
-from xyro.app import App, CrawlParts, build_crawler
+from xyro.app import App, CrawlParts, build_crawler, scope_seeds
 from xyro.clock import unit_index
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
@@ -42,7 +42,8 @@ from xyro.jobs.plan_settings import PlannerSettings
 from xyro.jobs.rank_run import rank_store
 from xyro.net.urls import canonicalize
 from xyro.service.crawl_lock import CrawlLock
-from xyro.service.crawl_run import queue_seeds, queue_sitemaps, restore_frontier
+from xyro.service.crawl_run import (SEED_POLL_S, queue_seeds, queue_sitemaps,
+                                    queue_stored_seeds, restore_frontier, warn_unbounded)
 from xyro.service.logs import setup_logging
 from xyro.service.metrics import JobFigures, MetricsEndpoint
 from xyro.service.sdnotify import Notifier
@@ -82,6 +83,7 @@ class Daemon:
         self._summary = SummaryLine()
         self._due_this_unit: int | None = None
         self._rounds: GlobalRounds | None = None  # the global PageRank estimate, if enabled
+        self._seed_id = 0  # the last row of the seeds table queued (xyro.service.seeding)
         self.last_summary: CrawlSummary | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -104,7 +106,9 @@ class Daemon:
                     self._rounds.state.pending_urls if self._rounds else frozenset())
                 if self._rounds is not None:
                     self._rounds.resume()
+                warn_unbounded(parts.crawler.frontier)
                 seeded = self._add_seeds(self.app.config.seeds)
+                seeded += self._stored_seeds()
                 seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
                 scheduler.start()
@@ -168,6 +172,7 @@ class Daemon:
         scheduler.add_job(self._summary_job, "interval", id="summary",
                           seconds=self.app.config.log.summary_interval_s)
         scheduler.add_job(self._reload_job, "interval", id="reload", seconds=1.0)
+        scheduler.add_job(self._seeds_job, "interval", id="seeds", seconds=SEED_POLL_S)
         scheduler.add_job(self._idle_job, "interval", id="idle", seconds=1.0)
         return scheduler
 
@@ -225,9 +230,9 @@ class Daemon:
             refused = {offer.url for offer, _ in sub.refused}
             return [p for p in pages if p[1] not in refused]
 
-        return GlobalRounds(cfg.ranking.global_estimate, cfg.ranking.damping,
-                            config_scope(cfg), store, queue, parts.writer.submit,
-                            self.app.clock)
+        scope = config_scope(cfg, scope_seeds(self.app, store))
+        return GlobalRounds(cfg.ranking.global_estimate, cfg.ranking.damping, scope, store,
+                            queue, parts.writer.submit, self.app.clock)
 
     def _global_round_job(self) -> None:
         """One check of the global PageRank estimate (:mod:`xyro.jobs.global_round`)."""
@@ -355,6 +360,21 @@ class Daemon:
                    and getattr(new, k) != getattr(running, k)]
         log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
                  f"; restart to apply: {', '.join(changed)}" if changed else "")
+
+    def _seeds_job(self) -> None:
+        """Queue the seeds ``xyro seed`` stored while the daemon runs (its rows only: the
+        daemon's writer owns the URL and frontier tables, :mod:`xyro.service.seeding`)."""
+        if self._store is None or self.stop.is_set():
+            return
+        added = self._stored_seeds()
+        if added:
+            log.info("%d seeds added with `xyro seed` queued", added)
+
+    def _stored_seeds(self) -> int:
+        assert self._store is not None and self._parts is not None
+        queued, self._seed_id = queue_stored_seeds(self._store, self._parts.crawler.frontier,
+                                                   self._seed_id)
+        return queued
 
     def _add_seeds(self, seeds: Any) -> int:
         """Queue seeds (at start, or new ones on reload); a scope derived from the seeds

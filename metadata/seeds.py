@@ -1,0 +1,52 @@
+"""The start URLs added with ``xyro seed`` (table ``seeds``, schema version 8).
+
+Configured seeds live in the configuration; these are the operator's others. They are kept
+apart from the frontier for two readers: the scope (empty ``scope.allowed_domains`` means the
+hosts of all the seeds, DESIGN.md §2), which must include them at every start, and a crawler
+running while they are added, which picks up the rows above the last id it read. A row is
+small and written on its own connection, so ``xyro seed`` never touches the ``urls`` table of
+a database a crawler is writing (its writer's URL ids would not know the new rows).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_UPSERT = ("INSERT INTO seeds (url, priority, added_at) VALUES (?, ?, ?) "
+           "ON CONFLICT (url) DO UPDATE SET priority = min(priority, excluded.priority)")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSeed:
+    """One row of ``seeds``: a canonical URL and the frontier priority it was added at."""
+
+    id: int
+    url: str
+    priority: int
+    added_at: float
+
+
+def add_seeds(conn: sqlite3.Connection, urls: Sequence[str], priority: int, at: float) -> int:
+    """Store canonical ``urls`` as seeds in one transaction (``conn`` in autocommit mode); a
+    known seed keeps its row and the more urgent priority. Returns how many rows are new."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        known = {r[0] for r in conn.execute(
+            "SELECT url FROM seeds WHERE url IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(urls)),))}
+        conn.executemany(_UPSERT, [(u, priority, at) for u in urls])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return len(set(urls) - known)
+
+
+def stored_seeds(conn: sqlite3.Connection, after_id: int = 0) -> list[StoredSeed]:
+    """The seeds with an id above ``after_id``, oldest first."""
+    rows = conn.execute("SELECT id, url, priority, added_at FROM seeds WHERE id > ? "
+                        "ORDER BY id", (after_id,)).fetchall()
+    return [StoredSeed(*row) for row in rows]

@@ -1,0 +1,200 @@
+"""Seeds added with ``xyro seed`` bound a scope derived from the seeds, and reach a running
+daemon (DESIGN.md §2; :mod:`xyro.service.seeding`, :mod:`metadata.seeds`).
+
+With ``seeds: []`` and no ``scope.allowed_domains`` the scope is "the hosts of the seeds";
+it used to be built from the configuration alone, so the seeds of ``xyro seed`` left it
+empty (every host in scope), and a configured seed added later made it refuse, for good,
+the queued URLs of the stored ones. Three hosts on the loopback: 127.0.0.1 and 127.0.0.3
+are seeded, 127.0.0.2 is only linked to. Checked from the servers' own request logs.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from metadata import MetadataError, MetadataStore
+from xyro.app import App
+from xyro.clock import WallClock
+from xyro.config_load import load_config
+from xyro.service.crawl_run import run_crawl
+
+
+class Host:
+    """A threaded HTTP server on ``ip``: ``/`` links to ``links``, ``/a.html`` to nothing."""
+
+    def __init__(self, ip: str, links: tuple[str, ...] = ()) -> None:
+        self.requests: list[str] = []
+        log = self.requests
+        body = ("<html><body>" + "".join(f'<a href="{u}">x</a>' for u in (*links, "/a.html"))
+                + "</body></html>").encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                log.append(self.path)
+                page = body if self.path == "/" else b"<html><body>leaf</body></html>"
+                found = self.path in ("/", "/a.html")
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page) if found else 0))
+                self.end_headers()
+                if found:
+                    self.wfile.write(page)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer((ip, 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://{ip}:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def pages(self) -> list[str]:
+        return [p for p in self.requests if p != "/robots.txt"]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def hosts() -> Iterator[tuple[Host, Host, Host]]:
+    outside = Host("127.0.0.2")
+    seeded = Host("127.0.0.1", links=(f"{outside.url}/",))
+    later = Host("127.0.0.3", links=(f"{outside.url}/",))
+    yield seeded, outside, later
+    for host in (seeded, outside, later):
+        host.close()
+
+
+def _config(tmp_path: Path, seeds: list[str]) -> Path:
+    config = tmp_path / "xyro.yaml"
+    config.write_text(
+        f"seeds: {seeds!r}\n"
+        "scope: {allow_private_addresses: true}\n"
+        "crawler: {workers: 2, politeness: {delay_s: 0.005}}\n"
+        "refresh: {time_unit_s: 1, bandwidth_pages_per_unit: 500}\n"
+        f"storage: {{database: '{tmp_path / 'xyro.db'}', warehouse_dir: '{tmp_path / 'w'}'}}\n")
+    return config
+
+
+def _app(config: Path) -> App:
+    return App(load_config(config, {}, []), WallClock())
+
+
+def _command(config: Path) -> list[str]:
+    return [sys.executable, "-m", "xyro", "-c", str(config)]
+
+
+def _xyro(config: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*_command(config), *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def _init(config: Path) -> App:
+    app = _app(config)
+    app.open_store(create=True).close()  # `xyro init`
+    return app
+
+
+def test_cli_seeds_bound_a_scope_derived_from_no_configured_seed(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    seeded, outside, _later = hosts
+    config = _config(tmp_path, [])
+    _init(config)
+    added = _xyro(config, "seed", "--priority", "2", f"{seeded.url}/")
+    assert added.returncode == 0 and added.stdout.startswith("queued 1 URL"), added.stderr
+    summary = run_crawl(_app(config), max_seconds=60)
+    assert summary.stop_reason == "frontier exhausted"
+    assert sorted(seeded.pages()) == ["/", "/a.html"]
+    assert outside.requests == [], "a host no seed names was crawled"
+    with sqlite3.connect(tmp_path / "xyro.db") as conn:
+        assert conn.execute("SELECT type FROM urls WHERE url = ?",
+                            (f"{outside.url}/",)).fetchone() == ("refused",)
+        assert conn.execute("SELECT url, priority FROM seeds").fetchall() == [
+            (f"{seeded.url}/", 2)]
+
+
+def test_a_configured_seed_added_later_keeps_the_stored_seeds_in_scope(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    seeded, outside, later = hosts
+    first = _config(tmp_path, [])
+    _init(first)
+    assert _xyro(first, "seed", f"{seeded.url}/").returncode == 0
+    # The operator then configures another seed before the first crawl.
+    summary = run_crawl(_app(_config(tmp_path, [f"{later.url}/"])), max_seconds=60)
+    assert summary.stop_reason == "frontier exhausted"
+    assert sorted(seeded.pages()) == ["/", "/a.html"], "the stored seed's queue was refused"
+    assert sorted(later.pages()) == ["/", "/a.html"]
+    assert outside.requests == []
+
+
+def test_seeds_added_while_the_daemon_runs_are_crawled_without_a_restart(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    seeded, outside, later = hosts
+    config = _config(tmp_path, [f"{seeded.url}/"])
+    daemon = subprocess.Popen([*_command(config), "run"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        _wait_for(lambda: "/a.html" in seeded.pages(), 60, "the daemon's first pages")
+        added = _xyro(config, "seed", f"{later.url}/")
+        assert added.returncode == 0, added.stderr
+        assert f"running crawler (process {daemon.pid})" in added.stdout, added.stdout
+        _wait_for(lambda: "/a.html" in later.pages(), 30, "the new seed's pages")
+        daemon.send_signal(signal.SIGTERM)
+        _out, err = daemon.communicate(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+    assert daemon.returncode == 0 and "Traceback" not in err, err
+    assert "1 seeds added with `xyro seed` queued" in err, err
+    assert outside.requests == []
+    with sqlite3.connect(tmp_path / "xyro.db") as conn:
+        rows = conn.execute("SELECT url, count(*) FROM urls GROUP BY url HAVING count(*) > 1")
+        assert rows.fetchall() == [], "a URL got two rows"
+        assert conn.execute("SELECT type FROM urls WHERE url = ?",
+                            (f"{later.url}/",)).fetchone() == ("html",)
+
+
+def test_a_locked_database_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    with MetadataStore.open(path) as store:
+        store.seeds()  # opens this thread's connection, whose wait we shorten
+        store._conn().execute("PRAGMA busy_timeout = 50")
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(MetadataError, match=r"cannot store seeds in .*x\.db.*locked"):
+                store.add_seeds(["http://a.example/"], 1, 0.0)
+        finally:
+            holder.execute("ROLLBACK")
+        assert store.add_seeds(["http://a.example/"], 1, 0.0) == 1
+    holder.close()
+
+
+def test_seed_rows_keep_their_ids_and_the_more_urgent_priority(tmp_path: Path) -> None:
+    with MetadataStore.open(tmp_path / "x.db") as store:
+        assert store.add_seeds(["http://a/", "http://b/"], 3, 1.0) == 2
+        assert store.add_seeds(["http://b/", "http://c/"], 1, 2.0) == 1
+        assert store.add_seeds(["http://a/"], 4, 3.0) == 0
+        rows = store.seeds()
+        assert [(s.url, s.priority) for s in rows] == [
+            ("http://a/", 3), ("http://b/", 1), ("http://c/", 1)]
+        assert rows[0].id < rows[1].id < rows[2].id
+        assert [s.url for s in store.seeds(after_id=rows[1].id)] == ["http://c/"]
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
