@@ -397,9 +397,12 @@ class BatchApplier:
         if rows[SetState]:
             many("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", rows[SetState])
         if rows[UnitSpent]:
+            # The crawl submits a unit's running row with nearly every page: the last one
+            # of each unit in the batch stands for all (one upsert per unit and batch).
             many("INSERT OR REPLACE INTO fetch_units (unit, unit_s, bandwidth, fetched, "
                  "refresh, discovery, urgent, carried_over, ended, updated_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[UnitSpent])
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 list({row[0]: row for row in rows[UnitSpent]}.values()))
         if rows[JobRun]:
             many("INSERT INTO job_runs (name, started, finished, status, detail) "
                  "VALUES (?, ?, ?, ?, ?)", rows[JobRun])

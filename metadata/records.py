@@ -288,7 +288,10 @@ class JobRun:
 class UnitSpent:
     """The crawl bandwidth of one refresh time unit, as spent (schema version 6; DESIGN.md
     §6: G page fetches per unit). Written when the unit ends, when the crawl stops in it and
-    periodically while it runs (``ended`` False), each write replacing the unit's row.
+    while it runs (``ended`` False), each write replacing the unit's row: by the crawl after
+    each round of dispatches, ahead of those fetches' records in the writer's queue, so a
+    crash never keeps page records the stored count misses (one row per unit and batch is
+    written, the last submitted).
 
     ``fetched`` counts page fetches dispatched against the budget ``bandwidth`` (G), split by
     frontier level: ``refresh`` (due pages), ``discovery`` (unread pages), ``urgent`` (seeds,

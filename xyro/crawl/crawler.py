@@ -255,6 +255,15 @@ class Crawler:
 
     def _dispatch(self, max_pages: int | None) -> None:
         now = self.clock.now()
+        try:
+            self._dispatch_items(now, max_pages)
+        finally:
+            if self.budget is not None:
+                # Before any record of these fetches: the count committed covers them
+                # (xyro.crawl.unit_budget, a crash).
+                self.budget.record_spent(now)
+
+    def _dispatch_items(self, now: float, max_pages: int | None) -> None:
         budget = self.budget
         while self._in_flight < self.settings.workers:
             if max_pages is not None and self._pages_dispatched >= max_pages:

@@ -32,6 +32,15 @@ What a unit did is a :class:`metadata.UnitSpent` row (table ``fetch_units``, vie
 then (``carried_over``: they stay queued and go first in the next unit, never dropped), and
 while it runs (``record``: at a stop, and from the daemon's status job) so that a restart
 within the unit continues its count (:meth:`resume`) rather than granting G again.
+
+A crash (SIGKILL) keeps what the metadata writer committed (DESIGN.md §4), so the count that
+survives must cover every page record that survives: the dispatcher writes the running row
+(:meth:`record_spent`) after each round of dispatches, before any of their records can be
+submitted. The row goes to the same writer queue, which commits in submission order, so it
+lands in the transaction of the first of those records or an earlier one; the writer keeps
+one row per unit and batch (``metadata.apply``), so this costs one upsert per batch. A
+crash may then leave the count above the fetches recorded (those in flight are fetched
+again after the restart and counted twice), never below: G is never overspent.
 """
 
 from __future__ import annotations
@@ -83,6 +92,7 @@ class UnitBudget:
         self._planned: int | None = None  # the last unit whose due pages were queued
         self.unit: int | None = None
         self._spent = [0, 0, 0]  # refresh, discovery, urgent
+        self._saved = 0  # the unit's count in the last row written (record_spent)
         self._urgent_forecast = 0  # the previous unit's urgent fetches (module doc)
         self.previous: UnitSpent | None = None
 
@@ -91,6 +101,7 @@ class UnitBudget:
         self._roll(now)
         if row is not None and row.unit == self.unit and not row.ended:
             self._spent = [row.refresh, row.discovery, row.urgent]
+            self._saved = row.fetched
 
     @property
     def fetched(self) -> int:
@@ -143,6 +154,16 @@ class UnitBudget:
         with self._lock:
             return self._write(now, ended=False)
 
+    def record_spent(self, now: float) -> UnitSpent | None:
+        """Write the running row if page fetches were dispatched since the last row (None
+        otherwise). The dispatcher calls it after a round of dispatches, before their
+        records can be submitted: the count committed is never below the records committed
+        (module doc)."""
+        with self._lock:
+            if self.fetched == self._saved:
+                return None
+            return self._write(now, ended=False)
+
     def _write(self, now: float, ended: bool) -> UnitSpent | None:
         if self.unit is None:
             return None
@@ -151,6 +172,7 @@ class UnitBudget:
                         refresh, discovery, urgent,
                         self._queued_refresh() if ended else None, ended, now)
         self._record(row)
+        self._saved = row.fetched  # after the submit: a row with this count is queued
         return row
 
     def _roll(self, now: float) -> None:
@@ -161,6 +183,7 @@ class UnitBudget:
                 self._urgent_forecast = self._spent[2] if unit == self.unit + 1 else 0
             self.unit = unit
             self._spent = [0, 0, 0]
+            self._saved = 0
 
     def snapshot(self) -> dict[str, int | float | None]:
         """The current unit's spending (and the previous unit's end), for status/metrics."""

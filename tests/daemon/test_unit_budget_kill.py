@@ -1,0 +1,176 @@
+"""``xyro run`` killed with SIGKILL within a time unit, then restarted: the unit's stored
+count covers every page record that survived, so the restarted daemon records no more than
+G page fetches in the unit (DESIGN.md §6, xyro.crawl.unit_budget).
+
+The daemon runs as a real subprocess on a config file; the web is a threaded HTTP server on
+127.0.0.1 in the test process. The kill comes a second or so after the start, well before
+the daemon's status job first writes the unit's row (every 10 s).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from xyro.app import App
+from xyro.clock import WallClock, unit_index
+from xyro.config_load import load_config
+
+PAGES = 400
+G = 40
+KILL_AT = 20           # page requests served when the daemon is killed
+PAGE_DELAY_S = 0.02    # one host, one request at a time: ~50 pages/s
+UNIT_S = 10_000_000.0  # one unit for the whole test, on the wall clock
+READY = re.compile(r"daemon ready")
+
+
+class Site:
+    """``/p{i}.html`` links to ``/p{2i+1}`` and ``/p{2i+2}``; no robots.txt (a 404)."""
+
+    def __init__(self) -> None:
+        self.pages = 0
+        self.enough = threading.Event()
+        lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                if self.path == "/robots.txt":
+                    self.send_error(404)
+                    return
+                threading.Event().wait(PAGE_DELAY_S)
+                with lock:
+                    site.pages += 1
+                    if site.pages >= KILL_AT:
+                        site.enough.set()
+                i = int(self.path[2:-5])
+                links = "".join(f'<a href="/p{k}.html">p{k}</a>'
+                                for k in (2 * i + 1, 2 * i + 2) if k < PAGES)
+                body = f"<html><body>{links}</body></html>".encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the killed daemon hung up
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    s = Site()
+    thread = threading.Thread(target=s.server.serve_forever, daemon=True)
+    thread.start()
+    yield s
+    s.server.shutdown()
+    s.server.server_close()
+
+
+def _config(tmp_path: Path, site: Site) -> Path:
+    config = tmp_path / "xyro.yaml"
+    config.write_text(
+        f"seeds: ['{site.base}/p0.html']\n"
+        "scope: {allow_private_addresses: true}\n"
+        "crawler: {workers: 4, politeness: {delay_s: 0}}\n"
+        f"refresh: {{time_unit_s: {UNIT_S}, bandwidth_pages_per_unit: {G}, "
+        "discovery_share: 1.0}\n"
+        f"storage: {{database: '{tmp_path / 'xyro.db'}', warehouse_dir: '{tmp_path / 'w'}'}}\n")
+    app = App(load_config(config, {}, []), WallClock())
+    with app.open_store(create=True):  # as `xyro init` does, without its start-up time
+        pass
+    return config
+
+
+def _xyro(config: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "xyro", "--config", str(config), *args]
+
+
+def _start(config: Path) -> subprocess.Popen[str]:
+    """``xyro run``, returned once it says it is ready (its signal handlers are in place)."""
+    proc = subprocess.Popen(_xyro(config, "run"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if READY.search(line):
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep it drained
+            return proc
+    proc.wait(10)
+    raise AssertionError(f"xyro run exited ({proc.returncode}) before it was ready")
+
+
+def _stored(db: Path, unit: int) -> tuple[int, int | None]:
+    """Page records of the store (one unit: all of them) and the unit's stored count."""
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        (records,) = conn.execute("SELECT coalesce(sum(accesses), 0) FROM urls").fetchone()
+        row = conn.execute("SELECT fetched FROM fetch_units WHERE unit = ? AND unit_s = ?",
+                           (unit, UNIT_S)).fetchone()
+    finally:
+        conn.close()
+    return records, None if row is None else row[0]
+
+
+def _quiet(site: Site, for_s: float, limit_s: float) -> None:
+    """Wait until the web has served no page for ``for_s`` seconds."""
+    deadline, last, since = time.monotonic() + limit_s, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        if site.pages != last:
+            last, since = site.pages, time.monotonic()
+        elif time.monotonic() - since >= for_s:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the daemon kept fetching for {limit_s} s ({site.pages} pages)")
+
+
+def test_a_kill_within_the_unit_does_not_grant_its_fetches_again(tmp_path: Path,
+                                                                  site: Site) -> None:
+    config, db = _config(tmp_path, site), tmp_path / "xyro.db"
+    unit = unit_index(time.time(), UNIT_S)
+    proc = _start(config)
+    try:
+        assert site.enough.wait(20), f"only {site.pages} pages fetched"
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    served = site.pages
+    records, fetched = _stored(db, unit)
+    assert records > 0, "no page record committed before the kill"
+    assert fetched is not None and fetched >= records, (fetched, records)
+
+    proc = _start(config)
+    try:
+        _quiet(site, 0.7, 20.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    total, fetched = _stored(db, unit)
+    assert unit_index(time.time(), UNIT_S) == unit
+    assert fetched is not None and total <= fetched <= G, (total, fetched)
+    assert total >= G - 4, (total, fetched)  # G was spent (a kill may cost a fetch a worker)
+    # The web saw G page requests at most, plus those the kill cut before their records
+    # were committed (fetched again after the restart: the writer's last flush window).
+    assert site.pages <= G + served - records, (site.pages, served, records)
