@@ -22,7 +22,8 @@ is a wrapper, not a kind of content. It is fetched when an accept pattern names 
 its URL's file name ends in ``.gz`` and names no skipped suffix under it (``sitemap.xml.gz``
 yes, ``logs.tar.gz`` no: :func:`gzip_file_wanted`); the fetcher decompresses it under the
 decoded-bytes cap and the classifier reads what it holds by its first bytes (the sniff
-family), as sitemaps.org's ``sitemap.xml.gz`` asks.
+family), as sitemaps.org's ``sitemap.xml.gz`` asks. The same wanted ``.gz`` name served as
+``application/octet-stream`` or with no type is decompressed too (:func:`gzip_file`).
 """
 
 from __future__ import annotations
@@ -107,7 +108,22 @@ def gzip_file_wanted(mime: str | None, file_name: str, skipped: frozenset[str] |
     lowercase) is a gzip file worth fetching without an accept pattern: a gzip media type and
     a ``.gz`` name whose inner suffix (``.xml`` of ``sitemap.xml.gz``) is not in ``skipped``
     (``.tar`` of ``logs.tar.gz`` is)."""
-    if mime not in GZIP_TYPES or not file_name.endswith(GZIP_SUFFIX):
+    return mime in GZIP_TYPES and _wanted_gz_name(file_name, skipped)
+
+
+def gzip_file(mime: str | None, file_name: str, skipped: frozenset[str] | set[str]) -> bool:
+    """True when the body is to be read as a gzip file (decompressed, then sniffed): a gzip
+    media type, or a wanted ``.gz`` name served with no type or as ``application/octet-stream``
+    (a web server with no mapping for ``.gz``, as nginx by default). Bytes that turn out not
+    to be gzip pass unchanged (``xyro.net.body``)."""
+    if mime in GZIP_TYPES:
+        return True
+    untyped = mime is None or mime in ("application/octet-stream", "binary/octet-stream")
+    return untyped and _wanted_gz_name(file_name, skipped)
+
+
+def _wanted_gz_name(file_name: str, skipped: frozenset[str] | set[str]) -> bool:
+    if not file_name.endswith(GZIP_SUFFIX):
         return False
     inner = file_name[:-len(GZIP_SUFFIX)]
     dot = inner.rfind(".")

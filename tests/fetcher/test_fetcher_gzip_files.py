@@ -37,6 +37,19 @@ def _gzip_of_zeros(total_mb: int) -> bytes:
             + (total_mb * MB % 2**32).to_bytes(4, "little"))
 
 
+def _served_as(serve: Any, body: bytes, content_type: str | None) -> Callable[..., None]:
+    """``body`` with ``content_type``, or with no Content-Type header at all (None)."""
+    if content_type is not None:
+        return _typed(serve, body, content_type)
+
+    def untyped(handler: Any) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    return untyped
+
+
 def _typed(serve: Any, body: bytes, content_type: str, **headers: str) -> Callable[..., None]:
     return lambda h: serve.send(h, 200, body, {"Content-Type": content_type, **headers})
 
@@ -101,6 +114,34 @@ def test_an_accept_pattern_takes_any_gzip_file_and_its_content_decides(
         server.url("/export"))
     assert result.error_kind is None, result.error_detail
     assert result.body == SITEMAP
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", None])
+def test_a_gz_sitemap_served_untyped_is_decompressed_too(
+        content_type: str | None, serve: Any, make_fetcher: Callable[..., Fetcher]) -> None:
+    """nginx has no type for .gz by default: application/octet-stream (or none at all)."""
+    packed = gzip.compress(SITEMAP, mtime=0)
+    server = serve({"/sitemap.xml.gz": _served_as(serve, packed, content_type),
+                    "/plain.xml.gz": _served_as(serve, SITEMAP, content_type)})
+    result = make_fetcher().fetch(server.url("/sitemap.xml.gz"))
+    assert result.error_kind is None, result.error_detail
+    assert result.body == SITEMAP and classify(result) == "xml"
+    plain = make_fetcher().fetch(server.url("/plain.xml.gz"))  # misnamed: not gzip at all
+    assert plain.error_kind is None and plain.body == SITEMAP
+
+
+def test_an_untyped_gz_bomb_ends_too_large_and_other_gz_names_stay_compressed(
+        serve: Any, make_fetcher: Callable[..., Fetcher]) -> None:
+    bomb = _gzip_of_zeros(64)
+    packed = gzip.compress(b"x" * 1000, mtime=0)
+    octets = {"Content-Type": "application/octet-stream"}
+    server = serve({"/sitemap.xml.gz": lambda h: serve.send(h, 200, bomb, octets),
+                    "/logs.tar.gz": lambda h: serve.send(h, 200, packed, octets)})
+    fetcher = make_fetcher(max_body_bytes=4 * MB, max_decoded_bytes=8 * MB)
+    result = fetcher.fetch(server.url("/sitemap.xml.gz"))
+    assert result.error_kind == ErrorKind.TOO_LARGE, result.error_detail
+    other = fetcher.fetch(server.url("/logs.tar.gz"))  # a skipped suffix inside: not opened
+    assert other.error_kind is None and other.body == packed
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 7, 4096])

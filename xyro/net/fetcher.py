@@ -352,7 +352,8 @@ class Fetcher:
         try:
             # A gzip file (sitemap.xml.gz) is decompressed here, under the same caps.
             decoder = Decoder(parse_content_encoding(headers.get("content-encoding")),
-                              limits.max_decoded_bytes, gzip_file(draft.content_type))
+                              limits.max_decoded_bytes,
+                              gzip_file(draft.final_url, draft.content_type, limits.skip_suffixes))
             try:
                 draft.body = read_capped(lambda n: response.raw.read(n, decode_content=False),
                                          decoder, limits.max_body_bytes)

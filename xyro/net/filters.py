@@ -41,9 +41,11 @@ def content_type_accepted(mime: str | None, patterns: tuple[str, ...]) -> bool:
     return media_types.accepted(mime, patterns)
 
 
-def gzip_file(mime: str | None) -> bool:
-    """True when ``mime`` says the body is a gzip file (decompressed before it is read)."""
-    return mime in media_types.GZIP_TYPES
+def gzip_file(url: str, mime: str | None,
+              suffixes: frozenset[str] | set[str] = DEFAULT_SKIP_SUFFIXES) -> bool:
+    """True when the body at ``url`` served as ``mime`` is a gzip file, decompressed before
+    it is read (:func:`media_types.gzip_file`)."""
+    return media_types.gzip_file(mime, url_path(url).rsplit("/", 1)[-1], suffixes)
 
 
 def accepted_for(url: str, mime: str | None, patterns: tuple[str, ...],
