@@ -1,5 +1,5 @@
-"""One crawler per database (:mod:`xyro.service.crawl_lock`): a second ``xyro crawl`` on the
-same database exits at once with one line naming the first, and a killed crawler's lock is
+"""One crawler per database (:mod:`xyro.service.crawl_lock`): a second ``xyro crawl`` (or a
+``xyro plan --run``) on the same database exits at once with one line naming the first, and a killed crawler's lock is
 gone with it, so a restart after SIGKILL is never refused."""
 
 from __future__ import annotations
@@ -76,6 +76,13 @@ def test_second_crawler_exits_and_killed_one_frees_the_database(tmp_path: Path) 
             assert len(lines) == 1 and f"process {first.pid}" in lines[0], second.stderr
             assert "storage.database" in lines[0]
             assert crawler_alive(db) is True
+            # Pages `plan --run` queued beside a running crawler would wait unseen.
+            planned = subprocess.run(_xyro(config, "plan", "--run"), capture_output=True,
+                                     text=True, timeout=60)
+            assert planned.returncode == 2, planned.stderr
+            lines = [ln for ln in planned.stderr.splitlines()
+                     if ln.strip() and ln != "planning..."]
+            assert len(lines) == 1 and f"a crawler (process {first.pid})" in lines[0], lines
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)

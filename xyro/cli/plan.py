@@ -6,6 +6,8 @@ Registered on the main group by ``xyro.cli`` with :func:`register`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -18,6 +20,7 @@ from xyro.errors import UsageError, XyroError
 from xyro.jobs.plan_explain import summary
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
+from xyro.service.crawl_lock import CrawlerRunning, CrawlLock
 
 
 def _app(ctx: click.Context) -> App:
@@ -65,7 +68,9 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
             if explain_url is not None:
                 report = planner.explain(canonical_url(explain_url, "--explain"))
             elif run_unit:
-                report = _run(planner, writer.submit, app, scope_seeds(app, store))
+                with _no_crawler(app):  # its writes committed before a crawler may start
+                    report = _run(planner, writer.submit, app, scope_seeds(app, store))
+                    writer.flush()
             else:
                 report = summary(planner.plan(), units)
         finally:
@@ -95,6 +100,27 @@ def _run(planner: RefreshPlanner, submit: Any, app: App,
     return {"unit": unit, "enqueued": sum(by_priority.values()),
             "enqueued_by_priority": by_priority, "refused_by_reason": refused,
             "database": str(app.database_path)}
+
+
+@contextmanager
+def _no_crawler(app: App) -> Iterator[None]:
+    """Hold the crawl lock while ``--run`` writes: pages it queued beside a running crawler
+    would wait unseen (``xyro run`` plans every unit itself; ``xyro crawl`` reads the
+    persisted frontier only at its start)."""
+    try:
+        lock = CrawlLock(app.database_path, wait_s=0.5)
+        lock.acquire()
+    except CrawlerRunning as running:
+        who = f"process {running.pid}" if running.pid else "another process"
+        raise UsageError(
+            f"a crawler ({who}) is running on {app.database_path}: `xyro plan --run` would "
+            "queue pages it never reads (`xyro run` plans every unit itself, `xyro crawl` "
+            "reads the queue only at its start); run it when no crawler holds the "
+            "database") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _read_only(op: object) -> None:
