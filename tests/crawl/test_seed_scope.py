@@ -122,6 +122,8 @@ def test_cli_seeds_bound_a_scope_derived_from_no_configured_seed(
                             (f"{outside.url}/",)).fetchone() == ("refused",)
         assert conn.execute("SELECT url, priority FROM seeds").fetchall() == [
             (f"{seeded.url}/", 2)]
+    status = _xyro(config, "status")
+    assert "seeds        1 added with `xyro seed` (table seeds)" in status.stdout, status.stdout
 
 
 def test_a_configured_seed_added_later_keeps_the_stored_seeds_in_scope(

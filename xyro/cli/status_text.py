@@ -144,8 +144,12 @@ def _frontier(r: Mapping[str, Any]) -> list[str]:
     queued = r.get("frontier") or {}
     by_level = " · ".join(f"{p} {name}: {number(int(queued.get(p, queued.get(str(p), 0))))}"
                           for p, name in PRIORITY_NAMES.items())
+    rows = [("by priority", by_level)]
+    if r.get("seeds_stored"):
+        rows.append(("seeds", f"{number(r['seeds_stored'])} added with `xyro seed` "
+                              "(table seeds)"))
     return _section(f"frontier: {number(r.get('frontier_total', 0))} URL(s) queued "
-                    "(persisted; priority 0 is served first)", [("by priority", by_level)])
+                    "(persisted; priority 0 is served first)", rows)
 
 
 #: Optional counters of a crawl snapshot: (key, label, text with ``{}`` for the number).
