@@ -11,3 +11,81 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile("repeatable")
+
+
+import threading  # noqa: E402  (the settings above load first)
+from collections.abc import Callable, Iterator  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+class TreeSite:
+    """A threaded HTTP server on 127.0.0.1: ``/p{i}.html`` links to ``/p{2i+1}.html`` and
+    ``/p{2i+2}.html`` (those below ``pages``); robots.txt is a 404. Each page is served after
+    ``delay_s``; ``requests`` lists the page paths served, in order, and ``reached(n)`` is an
+    event set once ``n`` pages were served. A client that hangs up (a killed crawler) is
+    ignored."""
+
+    def __init__(self, pages: int, delay_s: float = 0.0) -> None:
+        self.requests: list[str] = []
+        self._marks: dict[int, threading.Event] = {}
+        lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                if self.path == "/robots.txt":
+                    self.send_error(404)
+                    return
+                threading.Event().wait(delay_s)
+                with lock:
+                    site.requests.append(self.path)
+                    for n, event in site._marks.items():
+                        if len(site.requests) >= n:
+                            event.set()
+                i = int(self.path[2:-5])
+                body = ("<html><body>" + "".join(
+                    f'<a href="/p{k}.html">p{k}</a>' for k in (2 * i + 1, 2 * i + 2)
+                    if k < pages) + "</body></html>").encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._lock = lock
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def reached(self, n: int) -> threading.Event:
+        with self._lock:
+            event = self._marks.setdefault(n, threading.Event())
+            if len(self.requests) >= n:
+                event.set()
+            return event
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def tree_site() -> Iterator[Callable[..., TreeSite]]:
+    """``tree_site(pages, delay_s=0.0)``: a :class:`TreeSite`, closed after the test."""
+    sites: list[TreeSite] = []
+
+    def make(pages: int, delay_s: float = 0.0) -> TreeSite:
+        sites.append(TreeSite(pages, delay_s))
+        return sites[-1]
+    yield make
+    for site in sites:
+        site.close()

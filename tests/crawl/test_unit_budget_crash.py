@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from metadata import UnitSpent
 from xyro.app import build_crawler
@@ -31,49 +27,6 @@ G = 40
 KILL_AT = 20        # page records made when the process "dies"
 STATUS_AT = 10      # page records made when the daemon's status job last wrote the row
 UNIT_S = 10_000_000.0  # one unit for the whole test, on the wall clock
-
-
-class Site:
-    """``/p{i}.html`` links to ``/p{2i+1}`` and ``/p{2i+2}``; no robots.txt (a 404)."""
-
-    def __init__(self) -> None:
-        self.pages: list[str] = []
-        lock = threading.Lock()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-                if self.path == "/robots.txt":
-                    self.send_error(404)
-                    return
-                with lock:
-                    site.pages.append(self.path)
-                i = int(self.path[2:-5])
-                links = "".join(f'<a href="/p{k}.html">p{k}</a>'
-                                for k in (2 * i + 1, 2 * i + 2) if k < PAGES)
-                body = f"<html><body>{links}</body></html>".encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    s = Site()
-    thread = threading.Thread(target=s.server.serve_forever, daemon=True)
-    thread.start()
-    yield s
-    s.server.shutdown()
-    s.server.server_close()
 
 
 class Kill:
@@ -124,14 +77,15 @@ def _page_records(app: Any) -> tuple[int, UnitSpent | None]:
 
 
 def test_the_count_that_survives_a_kill_covers_the_records_and_g_is_not_overspent(
-        tmp_path: Path, site: Site, local_app_for: Any) -> None:
+        tmp_path: Path, tree_site: Any, local_app_for: Any) -> None:
+    site = tree_site(PAGES)
     app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/p0.html'])}",
                         f"refresh.time_unit_s={UNIT_S}", f"refresh.bandwidth_pages_per_unit={G}",
                         "refresh.discovery_share=1.0", "crawler.workers=4")
     unit = unit_index(app.clock.now(), UNIT_S)
     _crawl_until_killed(app)
     records, stored = _page_records(app)
-    assert records >= KILL_AT and len(site.pages) == records
+    assert records >= KILL_AT and len(site.requests) == records
     assert stored is not None and stored.unit == unit and not stored.ended
     assert stored.fetched >= records, (stored, records)
 
@@ -153,5 +107,5 @@ def test_the_count_that_survives_a_kill_covers_the_records_and_g_is_not_overspen
         finally:
             parts.close()
     assert unit_index(app.clock.now(), UNIT_S) == unit
-    assert len(site.pages) <= G, (len(site.pages), records, stored)
-    assert len(site.pages) >= G - 4  # the budget was spent, not refused (in flight: 4)
+    assert len(site.requests) <= G, (len(site.requests), records, stored)
+    assert len(site.requests) >= G - 4  # the budget was spent, not refused (in flight: 4)

@@ -16,11 +16,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from xyro.app import App
 from xyro.clock import WallClock, unit_index
@@ -34,57 +31,7 @@ UNIT_S = 10_000_000.0  # one unit for the whole test, on the wall clock
 READY = re.compile(r"daemon ready")
 
 
-class Site:
-    """``/p{i}.html`` links to ``/p{2i+1}`` and ``/p{2i+2}``; no robots.txt (a 404)."""
-
-    def __init__(self) -> None:
-        self.pages = 0
-        self.enough = threading.Event()
-        lock = threading.Lock()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-                if self.path == "/robots.txt":
-                    self.send_error(404)
-                    return
-                threading.Event().wait(PAGE_DELAY_S)
-                with lock:
-                    site.pages += 1
-                    if site.pages >= KILL_AT:
-                        site.enough.set()
-                i = int(self.path[2:-5])
-                links = "".join(f'<a href="/p{k}.html">p{k}</a>'
-                                for k in (2 * i + 1, 2 * i + 2) if k < PAGES)
-                body = f"<html><body>{links}</body></html>".encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/html")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:  # the killed daemon hung up
-                    pass
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    s = Site()
-    thread = threading.Thread(target=s.server.serve_forever, daemon=True)
-    thread.start()
-    yield s
-    s.server.shutdown()
-    s.server.server_close()
-
-
-def _config(tmp_path: Path, site: Site) -> Path:
+def _config(tmp_path: Path, site: Any) -> Path:
     config = tmp_path / "xyro.yaml"
     config.write_text(
         f"seeds: ['{site.base}/p0.html']\n"
@@ -128,32 +75,34 @@ def _stored(db: Path, unit: int) -> tuple[int, int | None]:
     return records, None if row is None else row[0]
 
 
-def _quiet(site: Site, for_s: float, limit_s: float) -> None:
+def _quiet(site: Any, for_s: float, limit_s: float) -> None:
     """Wait until the web has served no page for ``for_s`` seconds."""
     deadline, last, since = time.monotonic() + limit_s, -1, time.monotonic()
     while time.monotonic() < deadline:
-        if site.pages != last:
-            last, since = site.pages, time.monotonic()
+        if len(site.requests) != last:
+            last, since = len(site.requests), time.monotonic()
         elif time.monotonic() - since >= for_s:
             return
         time.sleep(0.05)
-    raise AssertionError(f"the daemon kept fetching for {limit_s} s ({site.pages} pages)")
+    raise AssertionError(f"the daemon kept fetching for {limit_s} s "
+                         f"({len(site.requests)} pages)")
 
 
 def test_a_kill_within_the_unit_does_not_grant_its_fetches_again(tmp_path: Path,
-                                                                  site: Site) -> None:
+                                                                  tree_site: Any) -> None:
+    site = tree_site(PAGES, delay_s=PAGE_DELAY_S)
     config, db = _config(tmp_path, site), tmp_path / "xyro.db"
     unit = unit_index(time.time(), UNIT_S)
     proc = _start(config)
     try:
-        assert site.enough.wait(20), f"only {site.pages} pages fetched"
+        assert site.reached(KILL_AT).wait(20), f"only {len(site.requests)} pages fetched"
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(10) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    served = site.pages
+    served = len(site.requests)
     records, fetched = _stored(db, unit)
     assert records > 0, "no page record committed before the kill"
     assert fetched is not None and fetched >= records, (fetched, records)
@@ -173,4 +122,4 @@ def test_a_kill_within_the_unit_does_not_grant_its_fetches_again(tmp_path: Path,
     assert total >= G - 4, (total, fetched)  # G was spent (a kill may cost a fetch a worker)
     # The web saw G page requests at most, plus those the kill cut before their records
     # were committed (fetched again after the restart: the writer's last flush window).
-    assert site.pages <= G + served - records, (site.pages, served, records)
+    assert len(site.requests) <= G + served - records, (len(site.requests), served, records)
