@@ -110,3 +110,12 @@ def urls_by_id(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, st
         found.update(conn.execute(f"SELECT id, url FROM urls WHERE id IN "
                                   f"({','.join('?' * len(chunk))})", chunk))
     return found
+
+
+def unfetched_records(conn: sqlite3.Connection, kind: str, detail_like: str
+                      ) -> dict[int, float]:
+    """Pages with a record that was no fetch (errors of ``kind``, or whose detail matches
+    the LIKE pattern ``detail_like``): url id → the latest such record's time."""
+    rows = conn.execute("SELECT url_id, max(at) FROM errors WHERE kind = ? OR detail LIKE ? "
+                        "GROUP BY url_id", (kind, detail_like))
+    return {int(url_id): float(at) for url_id, at in rows}

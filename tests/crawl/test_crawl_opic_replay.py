@@ -17,6 +17,7 @@ from xyro.app import App, build_opic
 from xyro.clock import ManualClock
 from xyro.config_load import load_config
 from xyro.content.html_links import likely_xml
+from xyro.crawl.crawler import ORIGIN_UNREACHABLE
 from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpoints
 
 T0 = 1_000.0
@@ -77,11 +78,19 @@ def test_a_store_fetched_without_a_checkpoint_is_replayed_in_fetch_order(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """No checkpoint (OPIC off while these pages were crawled): the restored OPIC is the one
     that visited the store's fetched pages in the order their fetches started; a failed
-    fetch is a visit with no children, a page fetched for its links alone is none."""
+    fetch is a visit with no children; a page fetched for its links alone is none, and
+    neither is a record of no fetch (robots.txt)."""
     app = _app(tmp_path)
     reference = OnlineOpic(focus=Focus())
     records = [_read(url, T0 + k, kids) for k, (url, kids) in enumerate(READS)]
     records.append(_failed(f"{SITE}/u2", T0 + 20))
+    # Records that were no fetch, so no visit: robots.txt forbade u3; u4 was drained when
+    # its origin's robots.txt could not be fetched.
+    records.append(FetchRecord(url=f"{SITE}/u3", fetched_at=T0 + 22, page_type=PageType.ERROR,
+                               error_kind="robots", error_detail="disallowed by robots.txt"))
+    records.append(FetchRecord(
+        url=f"{SITE}/u4", fetched_at=T0 + 23, page_type=PageType.ERROR, error_kind="connect",
+        error_detail=ORIGIN_UNREACHABLE.format(SITE) + " (refused); the host is tried again"))
     outside = FetchRecord(url="http://elsewhere.example/", fetched_at=T0 + 21,
                           page_type=PageType.OUTSIDE, http_status=200, signature=b"o" * 16,
                           children=(f"{SITE}/u3",))

@@ -60,6 +60,10 @@ log = logging.getLogger("xyro.crawl.crawler")
 UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
                          ErrorKind.DNS, ErrorKind.ADDRESS})
 
+#: The detail of the records of URLs drained, unfetched, with an origin whose robots.txt could
+#: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
+ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
+
 #: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
 #: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
 ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
@@ -428,8 +432,8 @@ class Crawler:
                            started_at=result.started_at)
         self.stats.robots_fetch()
         if result.error_kind in UNREACHABLE:
-            detail = (f"robots.txt of {item.origin} could not be fetched "
-                      f"({result.error_detail}); the host is tried again later")
+            detail = (ORIGIN_UNREACHABLE.format(item.origin)
+                      + f" ({result.error_detail}); the host is tried again later")
             for queued in self.frontier.drain_origin(item.origin, item.host):
                 self._unfetched(queued, result.error_kind, detail)
 

@@ -15,6 +15,11 @@ ties by id), each with the child list the store holds. A page is replayed when
 - its last fetch started after the checkpoint was written and was not a 304 (a 304 is no
   visit, and hides whether a read came before it).
 
+A record that was no fetch is no visit and is never replayed: a URL robots.txt forbids, or
+one drained unfetched when its origin's robots.txt could not be fetched (the crawler's
+``_unfetched``: an errors row of kind ``robots``, or with the detail
+:data:`xyro.crawl.crawler.ORIGIN_UNREACHABLE`, at the page's ``last_access``).
+
 What is exact: a page read once since the checkpoint, or fetched once and failed (no
 children, all its cash to V), replays to the visit the crawl made, to rounding, when the
 crawl visited pages in the order their fetches started (one worker, or fetches finishing in
@@ -48,9 +53,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from metadata.crawl_queries import FetchedPage, child_lists, fetched_pages, urls_by_id
+from metadata.crawl_queries import (FetchedPage, child_lists, fetched_pages,
+                                    unfetched_records, urls_by_id)
 from xyro.content.html_links import likely_xml
+from xyro.crawl.crawler import ORIGIN_UNREACHABLE
 from xyro.crawl.opic_online import OnlineOpic
+from xyro.records import ErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +72,12 @@ def replay_fetches(opic: OnlineOpic, conn: sqlite3.Connection,
     ``checkpoint_at``: when the restored checkpoint was written, None when there was none.
     Returns how many visits were replayed and logs it (one INFO line when any)."""
     visited = opic.was_visited()
-    missed = sorted(_missed(fetched_pages(conn), visited, checkpoint_at),
+    # Records that were no fetch (robots.txt forbade the page, or its origin's could not be
+    # fetched) were no visit either: the crawl left the page's cash where it was.
+    unfetched = unfetched_records(conn, ErrorKind.ROBOTS.value,
+                                  ORIGIN_UNREACHABLE.replace("{}", "%") + "%")
+    fetches = (p for p in fetched_pages(conn) if unfetched.get(p.url_id) != p.last_access)
+    missed = sorted(_missed(fetches, visited, checkpoint_at),
                     key=lambda p: (p.last_access, p.url_id))
     for start in range(0, len(missed), _CHUNK):
         _replay_chunk(opic, conn, missed[start:start + _CHUNK], visited)
