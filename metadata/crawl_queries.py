@@ -112,10 +112,27 @@ def urls_by_id(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, st
     return found
 
 
+_UNFETCHED = ("SELECT url_id, max(at) AS at FROM errors WHERE kind = ? OR detail LIKE ? "
+              "GROUP BY url_id")
+
+
+def fetch_summary(conn: sqlite3.Connection, kind: str, detail_like: str
+                  ) -> tuple[int, float | None]:
+    """(pages whose last record was a fetch, the latest record's time) over the pages of
+    :func:`fetched_pages`; records of no fetch as in :func:`unfetched_records`. Two scans in
+    SQLite, no row handed to Python: a cheap check before a replay reads them all."""
+    count, latest = conn.execute(f"SELECT count(*), max(last_access) FROM urls "
+                                 f"WHERE {FETCHED} AND type != 'outside'").fetchone()
+    (unfetched,) = conn.execute(
+        f"SELECT count(*) FROM urls u JOIN ({_UNFETCHED}) e ON e.url_id = u.id "
+        f"AND e.at = u.last_access WHERE u.{FETCHED} AND u.type != 'outside'",
+        (kind, detail_like)).fetchone()
+    return int(count) - int(unfetched), latest
+
+
 def unfetched_records(conn: sqlite3.Connection, kind: str, detail_like: str
                       ) -> dict[int, float]:
     """Pages with a record that was no fetch (errors of ``kind``, or whose detail matches
     the LIKE pattern ``detail_like``): url id → the latest such record's time."""
-    rows = conn.execute("SELECT url_id, max(at) FROM errors WHERE kind = ? OR detail LIKE ? "
-                        "GROUP BY url_id", (kind, detail_like))
+    rows = conn.execute(_UNFETCHED, (kind, detail_like))
     return {int(url_id): float(at) for url_id, at in rows}

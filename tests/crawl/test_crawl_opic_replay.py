@@ -148,3 +148,35 @@ def test_visits_after_the_last_checkpoint_are_replayed_as_the_uninterrupted_run(
     assert restored is not None
     _assert_same(restored.opic, run)
     assert restored.opic.replayed == len(after) + 1
+
+
+def test_a_clean_stop_skips_the_scan_but_a_lone_fetch_in_flight_is_still_replayed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """After a clean stop the checkpoint covers every fetch: two counts in SQLite decide it,
+    and nothing is replayed. A kill with one fetch in flight at the checkpoint (started
+    before it, stored after it, no fetch after it) is not taken for a clean stop."""
+    app = _app(tmp_path)
+    clock = app.clock
+    assert isinstance(clock, ManualClock)
+    run = OnlineOpic(focus=Focus())
+    with MetadataStore.open(tmp_path / "x.db") as store:
+        with store.writer() as writer:
+            checkpoints = OpicCheckpoints(run, writer.submit, clock, interval_s=60.0)
+            for k, (url, kids) in enumerate(READS[:-1]):
+                writer.submit(_read(url, T0 + k, kids))
+                _visit(run, url, kids)
+            clock.set(T0 + 10)
+            checkpoints.save()
+        with caplog.at_level(logging.DEBUG, logger="xyro.crawl.opic_replay"):
+            clean = build_opic(app, store, [].append)
+        assert clean is not None and clean.opic.replayed == 0
+        assert any("covers every fetch" in r.getMessage() for r in caplog.records)
+        _assert_same(clean.opic, run)
+
+        url, kids = READS[-1]
+        with store.writer() as writer:
+            writer.submit(_read(url, T0 + 9.5, kids))  # in flight at the checkpoint
+        _visit(run, url, kids)
+        killed = build_opic(app, store, [].append)
+    assert killed is not None and killed.opic.replayed == 1
+    _assert_same(killed.opic, run)

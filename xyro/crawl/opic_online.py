@@ -124,6 +124,11 @@ class OnlineOpic:
             return page is not None and page < n and bool(visits[page])
         return visited
 
+    def visited_pages(self) -> int:
+        """How many pages this state visited at least once."""
+        with self._lock:
+            return int(np.count_nonzero(self._state.visits()))
+
     def _visit(self, url: str, children: Sequence[str],
                likely_xml: Sequence[bool] | None) -> None:
         """One visit (lock held): new pages added with their focus grants, then OPIC's."""

@@ -40,7 +40,9 @@ What is approximate:
 - a re-read whose fetch started before the checkpoint but was recorded after it (in flight,
   or a document that waited for its DTD) is not replayed.
 
-Cost: one scan of the fetched pages (``urls`` rows with ``first_access``), a sort of those
+Cost: after a clean stop (no fetch started after the checkpoint, and as many pages visited
+as fetched) two counting scans in SQLite and nothing else, about 0.15 s per 500,000 pages;
+else one scan of the fetched pages (``urls`` rows with ``first_access``), a sort of those
 replayed, and per chunk of them one read of their links and one of their children's URLs:
 linear in the pages and links replayed apart from the scan and the sort.
 """
@@ -53,7 +55,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from metadata.crawl_queries import (FetchedPage, child_lists, fetched_pages,
+from metadata.crawl_queries import (FetchedPage, child_lists, fetch_summary, fetched_pages,
                                     unfetched_records, urls_by_id)
 from xyro.content.html_links import likely_xml
 from xyro.crawl.crawler import ORIGIN_UNREACHABLE
@@ -71,11 +73,14 @@ def replay_fetches(opic: OnlineOpic, conn: sqlite3.Connection,
     """Replay into ``opic`` the visits the store holds and it lacks (module doc);
     ``checkpoint_at``: when the restored checkpoint was written, None when there was none.
     Returns how many visits were replayed and logs it (one INFO line when any)."""
-    visited = opic.was_visited()
     # Records that were no fetch (robots.txt forbade the page, or its origin's could not be
     # fetched) were no visit either: the crawl left the page's cash where it was.
-    unfetched = unfetched_records(conn, ErrorKind.ROBOTS.value,
-                                  ORIGIN_UNREACHABLE.replace("{}", "%") + "%")
+    no_fetch = (ErrorKind.ROBOTS.value, ORIGIN_UNREACHABLE.replace("{}", "%") + "%")
+    if checkpoint_at is not None and _up_to_date(opic, conn, checkpoint_at, no_fetch):
+        log.debug("OPIC: the checkpoint covers every fetch the store holds")
+        return 0
+    visited = opic.was_visited()
+    unfetched = unfetched_records(conn, *no_fetch)
     fetches = (p for p in fetched_pages(conn) if unfetched.get(p.url_id) != p.last_access)
     missed = sorted(_missed(fetches, visited, checkpoint_at),
                     key=lambda p: (p.last_access, p.url_id))
@@ -88,6 +93,14 @@ def replay_fetches(opic: OnlineOpic, conn: sqlite3.Connection,
             "OPIC: replayed %d visits of pages the store shows fetched %s (%d pages known)",
             len(missed), since, len(opic))
     return len(missed)
+
+
+def _up_to_date(opic: OnlineOpic, conn: sqlite3.Connection, checkpoint_at: float,
+                no_fetch: tuple[str, str]) -> bool:
+    """True when the checkpoint saw every fetch (a clean stop): none started after it, and
+    the state visited as many pages as the store fetched, so none was in flight at it."""
+    pages, latest = fetch_summary(conn, *no_fetch)
+    return latest is None or (latest <= checkpoint_at and pages == opic.visited_pages())
 
 
 def _missed(pages: Iterable[FetchedPage], visited: Callable[[str], bool],
