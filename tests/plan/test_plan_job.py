@@ -209,6 +209,21 @@ def test_floor_means_never_refreshed_and_explain_says_so(store, fill, kit, plann
     assert info["interval_units"] is None and "floor" in info["why_not"]
 
 
+def test_a_floor_of_0_refreshes_a_page_of_interest_0_every_t_max(store, fill, kit,
+                                                                  planner) -> None:
+    """Interest 0 (no known path to XML yet) is not below a floor of 0 (DESIGN.md §6): the
+    page is re-read at the clamp, t_max, since its new links may lead to XML."""
+    kit.build(fill)
+    url = "http://mixed.example/p3.html"
+    kit.set_ranks(store, [url], interest=[0.0])
+    p = planner(store, [])
+    plan = p.plan()
+    k = int(plan.index(np.asarray(store.url_ids([url], create=False)))[0])
+    assert plan.intervals[k] == pytest.approx(kit.settings().max_interval_units)
+    assert plan.due[k] != rq.NO_UNIT
+    assert "why_not" not in p.explain(url, plan)
+
+
 def test_explain_gives_rate_evidence_interval_and_due(store, fill, kit, planner) -> None:
     kit.build(fill)
     info = planner(store, []).explain("http://mixed.example/p0.html")

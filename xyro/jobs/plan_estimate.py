@@ -31,6 +31,11 @@ LM_PRIOR_SHAPE = 1.0
 PRIOR_SOURCE = RateSource.PRIOR.value
 
 
+#: The importance given to r = 0 under a floor of 0 (r has mean 1): small enough that such
+#: a page's weight √(r·λ) sits in the low band (every t_max) of any plan that can afford it.
+R_ZERO = 1e-9
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What a page's rate rests on (for ``--explain``)."""
@@ -127,7 +132,11 @@ class PageEstimator:
             return np.ones(pages.ids.size)
         r = pages.importance if self._s.importance_source == "importance" else \
             np.where(pages.is_xml, pages.importance, pages.interest)
-        return np.where(np.isnan(r) | (r < 0), 1.0, r)
+        r = np.where(np.isnan(r) | (r < 0), 1.0, r)
+        # A floor of 0 refreshes every page (DESIGN.md §6: never refreshed means below the
+        # floor): r = 0 (interest of a page with no known path to XML yet, whose new links
+        # may lead to some) becomes R_ZERO, so the clamp re-reads it every t_max.
+        return np.maximum(r, R_ZERO) if self._s.importance_floor == 0 else r
 
     def kept(self, r: np.ndarray) -> np.ndarray:
         """Pages refreshed at all: r > 0 and not below the importance floor."""
