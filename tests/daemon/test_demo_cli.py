@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -56,6 +57,20 @@ def test_demo_runs_the_daemon_loop_through_time_units(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert jobs.get("plan", 0) >= 2 and jobs.get("rank", 0) >= 1, jobs
+
+    # `xyro --demo plan` plans as the demo did: its 600 s units and its bandwidth (a tenth of
+    # the web), not the configuration's day; `--run` leaves its folders in those units.
+    plan = _xyro(tmp_path, "--demo", "plan", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert abs(json.loads(plan.stdout)["current_unit"] - time.time() // 600) <= 1
+    ran = _xyro(tmp_path, "--demo", "plan", "--run", "--json")
+    assert ran.returncode == 0, ran.stderr
+    conn = sqlite3.connect(db)
+    try:
+        folder_unit = conn.execute("SELECT value FROM state WHERE key = 'folders.unit_s'")
+        assert float(json.loads(folder_unit.fetchone()[0])) == 600
+    finally:
+        conn.close()
 
 
 def test_the_demo_store_is_always_beside_the_configured_one(tmp_path: Path) -> None:

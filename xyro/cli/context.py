@@ -50,8 +50,8 @@ class LazyApp:
         if self.app is None:
             config = self.configured = load_config(self.path, os.environ, self.overrides)
             if self.demo:
-                from xyro.service.demo import demo_storage
-                config = demo_storage(config)
+                from xyro.service.demo import demo_view
+                config = demo_view(config)
             setup_logging(config.log.level, config.log.format)
             self.app = App(config) if clock is None else App(config, clock)
         return self.app

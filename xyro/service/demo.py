@@ -11,6 +11,7 @@ requests to one host closer than max(delay, Crawl-delay).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from metadata import MetadataError, MetadataStore, SetState
 from xyro.app import App
 from xyro.clock import AcceleratedClock, WallClock
 from xyro.config import XyroConfig
@@ -34,6 +36,9 @@ from xyro.synthweb.web import SyntheticWeb
 DEMO_DEADLINE_S = 10.0
 #: Simulated seconds of the demo's refresh time unit (the daemon's default is one day).
 DEMO_UNIT_S = 600.0
+#: The state key where a demo run keeps its refresh unit and bandwidth, so that the
+#: commands run with ``xyro --demo`` plan the demo's store as the demo did (:func:`demo_view`).
+DEMO_REFRESH_KEY = "demo.refresh"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +120,7 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
                          "--web-pages, --no-hostile)") from None
     with web:
         demo_app = App(demo_config(app, web.seeds, unit_s, max(1, spec.n_pages // 10)), clock)
+        _keep_refresh(demo_app)
         daemon = Daemon(demo_app, Notifier(""))
         done = threading.Event()
         watcher = threading.Thread(
@@ -141,6 +147,35 @@ def _watch(daemon: Daemon, clock: Any, started: float, stop: threading.Event | N
         snap = daemon.snapshot()
         if snap is not None and on_progress is not None:
             on_progress({**snap, "simulated_s": clock.now() - started})
+
+
+def _keep_refresh(demo_app: App) -> None:
+    """Write the demo's refresh unit and bandwidth into its store (:data:`DEMO_REFRESH_KEY`)."""
+    refresh = demo_app.config.refresh
+    with demo_app.open_store(create=True) as store:
+        with store.writer() as writer:
+            writer.submit(SetState(DEMO_REFRESH_KEY, json.dumps({
+                "time_unit_s": refresh.time_unit_s,
+                "bandwidth_pages_per_unit": refresh.bandwidth_pages_per_unit})))
+
+
+def demo_view(cfg: XyroConfig) -> XyroConfig:
+    """The configuration of a command run with ``xyro --demo``: the demo's store
+    (:func:`demo_storage`) and the refresh unit and bandwidth its last run planned with,
+    when it left them, so ``xyro --demo plan`` does not re-file its folders into the
+    operator's units."""
+    cfg = demo_storage(cfg)
+    try:
+        with MetadataStore.open(cfg.storage.database, read_only=True) as store:
+            kept = store.get_state(DEMO_REFRESH_KEY)
+    except MetadataError:  # no demo yet, or a store of another version: as configured
+        return cfg
+    if not isinstance(kept, str):
+        return cfg
+    refresh = json.loads(kept)
+    return cfg.model_copy(update={"refresh": cfg.refresh.model_copy(update={
+        "time_unit_s": float(refresh["time_unit_s"]),
+        "bandwidth_pages_per_unit": int(refresh["bandwidth_pages_per_unit"])})})
 
 
 def demo_storage(cfg: XyroConfig) -> XyroConfig:
