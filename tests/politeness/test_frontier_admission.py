@@ -220,20 +220,27 @@ def test_refused_deep_then_admitted_shallow_becomes_unread(clock: ManualClock,
     assert table(store)[deep][:3] == ("unread", 1, DISCOVERY)
 
 
-def test_restore_refuses_rows_the_configuration_no_longer_wants(
+def test_restore_holds_rows_the_configuration_no_longer_wants(
         clock: ManualClock, store: MetadataStore, writer: Writer) -> None:
+    """A narrower scope at a start (a typo, a deleted seed) leaves the rows it refuses in the
+    store's frontier, unqueued and unrefused: a start whose scope admits them again has them
+    back."""
     frontier = make_frontier(clock, writer)
     frontier.submit(Source.SEED, [SEED, "http://other.example/"], URGENT)
     frontier.submit(Source.LOADER, ["http://dtd.example/d.dtd"], LOADER)
     writer.flush()
     rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-    restarted = make_frontier(clock, writer, allowed=("in.example",))
-    assert restarted.restore(rows, [SEED]) == 2     # the seed and the DTD (a loader row)
+    narrow = make_frontier(clock, writer, allowed=("in.example",))
+    restored = narrow.restore(rows, [SEED])
+    assert (restored.queued, restored.held) == (2, {"scope": 1})  # the seed and the DTD
+    assert len(narrow) == 2
     writer.flush()
     after = table(store)
-    assert after["http://other.example/"][0] == "refused"
-    assert after["http://other.example/"][2] is None
-    assert {u for u, r in after.items() if r[2] is not None} == {SEED, "http://dtd.example/d.dtd"}
+    assert after["http://other.example/"][:3] == ("unread", 0, URGENT)
+    wide = make_frontier(clock, writer, allowed=("in.example", "other.example"))
+    again = wide.restore(
+        [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()], [SEED])
+    assert (again.queued, again.held) == (3, {})
 
 
 def test_an_out_of_scope_page_of_the_global_estimate_is_fetched_for_its_links_only(
@@ -269,9 +276,9 @@ def test_an_out_of_scope_page_of_the_global_estimate_is_fetched_for_its_links_on
     frontier.submit(Source.GLOBAL_ESTIMATE, ["http://other.example/next"], DISCOVERY)
     writer.flush()
     rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-    assert make_frontier(clock, None).restore(rows, []) == 0
+    assert make_frontier(clock, None).restore(rows, []).queued == 0
     restarted = make_frontier(clock, None)
-    assert restarted.restore(rows, [], frozenset({"http://other.example/next"})) == 1
+    assert restarted.restore(rows, [], frozenset({"http://other.example/next"})).queued == 1
     again = restarted.pop(clock.now())
     assert again is not None and again.kind == "links"
 

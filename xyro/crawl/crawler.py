@@ -36,7 +36,8 @@ from xyro.clock import Clock
 from xyro.content.page import Child, PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
-from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
+from xyro.crawl.frontier import (BACKGROUND, DISCOVERY, LOADER, Frontier, Restored,
+                                 Submitted)
 from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
@@ -170,9 +171,9 @@ class Crawler:
         return self.frontier.seen
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str],
-                links_only: frozenset[str] = frozenset()) -> int:
+                links_only: frozenset[str] = frozenset()) -> Restored:
         """Rebuild the seen-set from every known URL and the frontier from persisted rows
-        (``links_only``: :meth:`Frontier.restore`)."""
+        (``links_only``, rows held: :meth:`Frontier.restore`)."""
         return self.frontier.restore(rows, known_urls, links_only)
 
     # -- running -------------------------------------------------------------------------

@@ -159,6 +159,15 @@ def _no_host(url: str) -> Refusal:
     return Refusal("scheme", f"{url[:80]!r} is not an http(s) URL with a host")
 
 
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What :meth:`Frontier.restore` did: rows ``queued``, and rows ``held`` in the store's
+    frontier because the admission refuses them now, by refusal kind."""
+
+    queued: int
+    held: dict[str, int]
+
+
 class Frontier(FrontierQueues):
     """The queues (:class:`FrontierQueues`) behind one admission and the writer's records."""
 
@@ -255,33 +264,36 @@ class Frontier(FrontierQueues):
         return queued
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known: Iterable[str],
-                links_only: frozenset[str] = frozenset()) -> int:
+                links_only: frozenset[str] = frozenset()) -> Restored:
         """Seen-set from every ``known`` URL, queue from persisted rows (url, priority,
         depth, not_before) through the admission (the configuration may have changed since
-        they were queued); refused rows leave the store's frontier. ``links_only``: URLs
-        the global PageRank estimate queued (admitted as its ``links`` items again).
-        Returns rows queued."""
+        they were queued). ``links_only``: URLs the global PageRank estimate queued
+        (admitted as its ``links`` items again).
+
+        A row the admission refuses now is held, not refused: it stays in the store's
+        frontier, unqueued, and comes back at a start whose scope admits it again. A scope
+        narrowed by mistake (a typo in ``scope.allowed_domains``, a deleted seed) must not
+        turn the queue into ``refused`` rows for good."""
         for url in known:
             self.seen.add(url)
-        refused: list[tuple[Offer, Refusal]] = []
+        held: dict[str, int] = {}
         n = 0
-        with self._journal:
-            with self._lock:
-                now = self._clock.now()
-                for i, row in enumerate(rows):
-                    offer = _row_offer(i, row)
-                    source = (Source.LOADER if offer.priority == LOADER else
-                              Source.GLOBAL_ESTIMATE if offer.url in links_only else
-                              Source.RESTORE)
-                    self.seen.add(offer.url)
-                    refusal = self.admission.check(offer.url, offer.depth, source)
-                    item = None if refusal is not None else self._item(offer, source)
-                    if item is None:
-                        refused.append((offer, refusal or _no_host(offer.url)))
-                    else:
-                        n += self._push(item, now)
-            self._write(records((), refused))
-        return n
+        with self._lock:
+            now = self._clock.now()
+            for i, row in enumerate(rows):
+                offer = _row_offer(i, row)
+                source = (Source.LOADER if offer.priority == LOADER else
+                          Source.GLOBAL_ESTIMATE if offer.url in links_only else
+                          Source.RESTORE)
+                self.seen.add(offer.url)
+                refusal = self.admission.check(offer.url, offer.depth, source)
+                item = None if refusal is not None else self._item(offer, source)
+                if item is None:
+                    kind = (refusal or _no_host(offer.url)).kind
+                    held[kind] = held.get(kind, 0) + 1
+                else:
+                    n += self._push(item, now)
+        return Restored(n, held)
 
     def refusal(self, source: Source, url: str, depth: int = 0) -> Refusal | None:
         """The admission's verdict on ``url`` alone: nothing is queued, seen or counted

@@ -151,9 +151,15 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
         restored = crawler.restore(rows, crawl_queries.known_urls(conn), links_only)
     finally:
         conn.close()
+    if restored.held:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(restored.held.items()))
+        log.warning("%d queued URLs are refused by the configuration now (%s): they stay in "
+                    "the frontier table, not crawled, and come back when the scope admits "
+                    "them again (to drop them: DELETE FROM frontier WHERE url_id IN (...))",
+                    sum(restored.held.values()), kinds)
     if not allow_private:
         _warn_private([row[0] for row in rows])
-    return restored
+    return restored.queued
 
 
 def _warn_private(urls: list[str]) -> None:
