@@ -106,8 +106,8 @@ class BatchApplier:
         for op in ops:
             kind = type(op)
             if kind is FetchRecord:
-                if op.url not in ids:
-                    heads.setdefault(op.url, 0)
+                if op.url not in ids:  # its parent's record in this batch made it known
+                    heads[op.url] = min(heads.get(op.url, op.depth), op.depth)
             elif kind is Enqueue or kind is Refuse:
                 heads[op.url] = min(heads.get(op.url, op.depth), op.depth)
             elif kind is XmlVersion or kind is SetPending or kind is ClearPending:

@@ -74,7 +74,9 @@ class FetchRecord:
     error of that kind with ``error_detail``. A failed fetch (``page_type`` ERROR, not a
     redirect) of a page stored as HTML/XML leaves that page's type and stored content as
     they were: it stays in the refresh plan with a back-off
-    (:func:`metadata.refresh_queries.failed_refetches`).
+    (:func:`metadata.refresh_queries.failed_refetches`). ``depth`` is the page's link depth
+    (the frontier's item), the depth of its row when the same batch creates it (its parent's
+    record, fetched in that batch too, made it known).
     """
 
     url: str
@@ -92,6 +94,7 @@ class FetchRecord:
     content_type: str | None = None
     size: int | None = None
     refused: tuple[tuple[str, str], ...] = ()
+    depth: int = 0
 
     def __post_init__(self) -> None:
         # Every check has a fast path that formats nothing when it passes: this runs on the

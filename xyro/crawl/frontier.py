@@ -226,8 +226,8 @@ class Frontier(FrontierQueues):
                 if again is not None:
                     enqueue.append((item.url, again))
                 refused = tuple((o.url, str(r)) for o, r in sub.refused if r.lasting)
-            if enqueue or refused:
-                record = replace(record, enqueue=tuple(enqueue), refused=refused)
+            record = replace(record, enqueue=tuple(enqueue), refused=refused,
+                             depth=item.depth)
             self._write((record,))
         return sub
 
