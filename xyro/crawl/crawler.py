@@ -92,6 +92,7 @@ class CrawlSettings:
     max_url_length: int = 2048
     max_retries: int = 3                 # 429/503 put back this many times, then ERROR
     max_redirects: int = 5               # hops followed (through the frontier) from one URL
+    max_retry_after_s: float = 3600.0    # a URL's 429/503 pause at most (as its host's)
     progress_interval_s: float = 1.0     # real seconds between progress callbacks
 
 
@@ -157,7 +158,8 @@ class Crawler:
         self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._retries = RetryPolicy(settings.max_retries)
+        self._retries = RetryPolicy(settings.max_retries,
+                                    max_pause_s=settings.max_retry_after_s)
         self._redirects = Redirects(settings.max_redirects, settings.max_url_length)
         self._needs = None if loader is None else LoaderNeeds(
             loader, frontier, submit, clock, settings.max_url_length, self._resume_later,
