@@ -74,6 +74,10 @@ ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
 #: nothing about the host's health: backing off on them stalled whole hosts for 30 s.
 HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
                            ErrorKind.DNS})
+#: Answers that say the server, not the page, is in trouble (a gateway or an overload; a 503
+#: or 429 left when its retries ran out): the host backs off as for a timeout. A 500 is
+#: usually one broken page and backs nothing off.
+HOST_FAILURE_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Clock seconds between looks at the frontier while only due pages may go and the hosts
 #: ready now hold none (their hosts wake no one when their politeness delay ends).
@@ -447,8 +451,9 @@ class Crawler:
         if self._given_back(item, result) or self._retry_later(item, result, now):
             return
         self.frontier.done(item, result.retry_after_s,
-                           error=result.error_kind in HOST_FAILURES, now=now,
-                           started_at=result.started_at)
+                           error=(result.error_kind in HOST_FAILURES
+                                  or result.status in HOST_FAILURE_STATUSES),
+                           now=now, started_at=result.started_at)
         needs = self._needs
         if needs is not None and needs.wanted(item.url):
             outcome = needs.fetched(item, result, outcome)
