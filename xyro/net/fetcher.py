@@ -134,6 +134,7 @@ class _Draft:
     bytes_on_wire: int = 0
     last_modified: float | None = None
     etag: str | None = None
+    conditional: bool = False  # validators were sent: only then is a 304 an answer
 
 
 class Fetcher:
@@ -176,7 +177,8 @@ class Fetcher:
         """GET ``url`` (conditionally if validators are given); never raises for bad input."""
         started_at = self._clock.now()
         t0 = time.monotonic()
-        draft = _Draft(url=url, final_url=url)
+        draft = _Draft(url=url, final_url=url,
+                       conditional=bool(etag) or last_modified is not None)
         ctx = FetchContext(deadline=t0 + self._limits.deadline_s, stop=stop, now=self._clock.now)
         kind: ErrorKind | None = None
         detail: str | None = None
@@ -332,8 +334,11 @@ class Fetcher:
         if status in (429, 503):
             draft.retry_after_s = parse_retry_after(headers.get("retry-after"), self._clock.now())
         if status == 304:
-            draft.not_modified = True
             self._discard(response, draft)
+            if not draft.conditional:  # nothing to be "not modified" against: no body
+                raise _Failure(ErrorKind.HTTP_STATUS, f"HTTP 304 for {draft.final_url} to a "
+                                                      "request without validators")
+            draft.not_modified = True
             return
         if not 200 <= status < 300:
             self._discard(response, draft)
