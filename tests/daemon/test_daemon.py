@@ -157,3 +157,24 @@ def test_a_second_reload_offers_only_what_it_adds(tmp_path: Path,
     err = capfd.readouterr().err.splitlines()
     restarts = [line for line in err if "restart to apply" in line]
     assert len(restarts) == 2 and all(line.endswith("apply: crawler") for line in restarts)
+
+
+def test_a_stop_during_the_start_skips_the_first_plan(tmp_path: Path) -> None:
+    """A SIGTERM while a large frontier is restored: the daemon exits without the full
+    planner scan the start would otherwise run (systemd's stop timeout is counting)."""
+    from xyro.app import App
+    from xyro.config_load import load_config
+    from xyro.service.daemon import Daemon
+
+    db = tmp_path / "x.db"
+    daemon = Daemon(App(load_config(None, {}, [
+        f"storage.database={db}", f"storage.warehouse_dir={tmp_path / 'w'}",
+        "seeds=[\"http://a.example/\"]"])), Notifier(""))
+    daemon.stop.set()   # as the signal handler does
+    assert daemon.run() == "stop requested"
+    conn = sqlite3.connect(db)
+    try:
+        jobs = [name for (name,) in conn.execute("SELECT name FROM job_runs")]
+    finally:
+        conn.close()
+    assert jobs == ["daemon"], jobs

@@ -101,6 +101,7 @@ class Daemon:
             scheduler = self._scheduler()
             try:
                 self._clear_live()  # until this run's first publication
+                self.notifier.status("restoring the persisted frontier")
                 resumed = restore_frontier(
                     store, parts.crawler, self.app.config.scope.allow_private_addresses,
                     self._rounds.state.pending_urls if self._rounds else frozenset())
@@ -247,6 +248,8 @@ class Daemon:
         Then, planned or not, the unit's budget stops holding unread pages back for due ones
         still to come (:meth:`UnitBudget.planned`)."""
         assert self._store is not None and self._parts is not None
+        if self.stop.is_set():  # a SIGTERM during a long start: no full scan before exiting
+            return
         budget = self._parts.crawler.budget
         unit = unit_index(self.app.clock.now(), self.app.config.refresh.time_unit_s)
         try:
