@@ -15,8 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_UPSERT = ("INSERT INTO seeds (url, priority, added_at) VALUES (?, ?, ?) "
-           "ON CONFLICT (url) DO UPDATE SET priority = min(priority, excluded.priority)")
+_INSERT = "INSERT INTO seeds (url, priority, added_at) VALUES (?, ?, ?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,19 +29,24 @@ class StoredSeed:
 
 
 def add_seeds(conn: sqlite3.Connection, urls: Sequence[str], priority: int, at: float) -> int:
-    """Store canonical ``urls`` as seeds in one transaction (``conn`` in autocommit mode); a
-    known seed keeps its row and the more urgent priority. Returns how many rows are new."""
+    """Store canonical ``urls`` as seeds in one transaction (``conn`` in autocommit mode). A
+    URL seeded again gets a new row (a new id, so a running crawler reads it again and
+    queues it once more) at the more urgent of its two priorities. Returns how many URLs
+    were not seeds yet."""
+    unique = list(dict.fromkeys(urls))
     conn.execute("BEGIN IMMEDIATE")
     try:
-        known = {r[0] for r in conn.execute(
-            "SELECT url FROM seeds WHERE url IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(urls)),))}
-        conn.executemany(_UPSERT, [(u, priority, at) for u in urls])
+        known = dict(conn.execute(
+            "SELECT url, priority FROM seeds WHERE url IN (SELECT value FROM json_each(?))",
+            (json.dumps(unique),)))
+        conn.executemany("DELETE FROM seeds WHERE url = ?", [(u,) for u in known])
+        conn.executemany(_INSERT, [(u, min(priority, known.get(u, priority)), at)
+                                   for u in unique])
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return len(set(urls) - known)
+    return len(unique) - len(known)
 
 
 def stored_seeds(conn: sqlite3.Connection, after_id: int = 0) -> list[StoredSeed]:

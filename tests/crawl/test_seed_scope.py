@@ -77,12 +77,13 @@ def hosts() -> Iterator[tuple[Host, Host, Host]]:
 
 
 def _config(tmp_path: Path, seeds: list[str]) -> Path:
+    """One time unit of an hour: no refresh of a fetched page within a test."""
     config = tmp_path / "xyro.yaml"
     config.write_text(
         f"seeds: {seeds!r}\n"
         "scope: {allow_private_addresses: true}\n"
         "crawler: {workers: 2, politeness: {delay_s: 0.005}}\n"
-        "refresh: {time_unit_s: 1, bandwidth_pages_per_unit: 500}\n"
+        "refresh: {time_unit_s: 3600, bandwidth_pages_per_unit: 500}\n"
         f"storage: {{database: '{tmp_path / 'xyro.db'}', warehouse_dir: '{tmp_path / 'w'}'}}\n")
     return config
 
@@ -152,13 +153,16 @@ def test_seeds_added_while_the_daemon_runs_are_crawled_without_a_restart(
         assert added.returncode == 0, added.stderr
         assert f"running crawler (process {daemon.pid})" in added.stdout, added.stdout
         _wait_for(lambda: "/a.html" in later.pages(), 30, "the new seed's pages")
+        # A URL seeded again is queued again, as with no crawler running: fetched anew.
+        assert _xyro(config, "seed", f"{seeded.url}/").returncode == 0
+        _wait_for(lambda: seeded.pages().count("/") == 2, 30, "the seed fetched again")
         daemon.send_signal(signal.SIGTERM)
         _out, err = daemon.communicate(timeout=60)
     finally:
         if daemon.poll() is None:
             daemon.kill()
     assert daemon.returncode == 0 and "Traceback" not in err, err
-    assert "1 seeds added with `xyro seed` queued" in err, err
+    assert err.count("1 seeds added with `xyro seed` queued") == 2, err
     assert outside.requests == []
     with sqlite3.connect(tmp_path / "xyro.db") as conn:
         rows = conn.execute("SELECT url, count(*) FROM urls GROUP BY url HAVING count(*) > 1")
@@ -183,16 +187,19 @@ def test_a_locked_database_is_one_clear_error(tmp_path: Path) -> None:
     holder.close()
 
 
-def test_seed_rows_keep_their_ids_and_the_more_urgent_priority(tmp_path: Path) -> None:
+def test_a_url_seeded_again_comes_again_at_the_more_urgent_priority(tmp_path: Path) -> None:
     with MetadataStore.open(tmp_path / "x.db") as store:
         assert store.add_seeds(["http://a/", "http://b/"], 3, 1.0) == 2
-        assert store.add_seeds(["http://b/", "http://c/"], 1, 2.0) == 1
+        first = store.seeds()
+        assert store.add_seeds(["http://b/", "http://c/", "http://c/"], 1, 2.0) == 1
         assert store.add_seeds(["http://a/"], 4, 3.0) == 0
         rows = store.seeds()
         assert [(s.url, s.priority) for s in rows] == [
-            ("http://a/", 3), ("http://b/", 1), ("http://c/", 1)]
+            ("http://b/", 1), ("http://c/", 1), ("http://a/", 3)]
         assert rows[0].id < rows[1].id < rows[2].id
-        assert [s.url for s in store.seeds(after_id=rows[1].id)] == ["http://c/"]
+        # A crawler that read up to the first two rows reads the seeded-again ones.
+        assert [s.url for s in store.seeds(after_id=first[-1].id)] == [
+            "http://b/", "http://c/", "http://a/"]
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:

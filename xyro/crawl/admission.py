@@ -43,6 +43,7 @@ class Source(str, enum.Enum):
     """Who offers a URL to the frontier (each passes the :data:`RULES` of its kind)."""
 
     SEED = "seed"            # configured seeds, `xyro seed`, SIGHUP-reloaded seeds
+    OPERATOR = "operator"    # `xyro seed` while a crawler runs: queued even if known
     DISCOVERY = "discovery"  # links of a fetched page
     REDIRECT = "redirect"    # the target of a 3xx, one more hop
     REFRESH = "refresh"      # the refresh planner: due pages and its discovery share
@@ -68,6 +69,9 @@ class Rules:
 #: The checks of each producer (module docstring).
 RULES: dict[Source, Rules] = {
     Source.SEED: Rules(budget=True, seed=True),
+    # Not skipped when seen (xyro.crawl.frontier): a queued URL moves up to its priority, a
+    # fetched one is fetched again, as `xyro seed` does with no crawler running.
+    Source.OPERATOR: Rules(budget=True, seed=True),
     Source.DISCOVERY: Rules(budget=True),
     Source.REDIRECT: Rules(budget=True),
     Source.SITEMAP: Rules(budget=True),

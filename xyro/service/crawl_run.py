@@ -77,21 +77,24 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     return summary
 
 
-def queue_seeds(frontier: Frontier, seeds: Iterable[str], priority: int = SEED_PRIORITY) -> int:
-    """Offer seeds to the frontier (known ones are skipped: seeds are re-read on every
-    start); refused ones are named in the log. Returns how many were queued."""
+def queue_seeds(frontier: Frontier, seeds: Iterable[str], priority: int = SEED_PRIORITY,
+                source: Source = Source.SEED) -> int:
+    """Offer seeds to the frontier (``Source.SEED``: known ones are skipped, seeds are re-read
+    on every start; ``Source.OPERATOR``: queued even if known); refused ones are named in
+    the log. Returns how many were queued."""
     canonical = [c for c in map(canonicalize, seeds) if c is not None]
-    submitted = frontier.submit(Source.SEED, canonical, priority)
+    submitted = frontier.submit(source, canonical, priority)
     for offer, refusal in submitted.refused:
         log.warning("seed %s refused (%s); check the scope keys of the configuration",
                     offer.url, refusal)
     return len(submitted.queued)
 
 
-def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int = 0
-                       ) -> tuple[int, int]:
+def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int = 0,
+                       source: Source = Source.SEED) -> tuple[int, int]:
     """Queue the seeds stored with an id above ``after_id`` (their hosts join a scope derived
-    from the seeds; known URLs are skipped). Returns (URLs queued, the last id read)."""
+    from the seeds; ``source``: :func:`queue_seeds`). Returns (URLs queued, the last id
+    read)."""
     rows = store.seeds(after_id)
     if not rows:
         return 0, after_id
@@ -99,7 +102,7 @@ def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int =
     queued = 0
     for priority, group in groupby(sorted(rows, key=lambda r: r.priority),
                                    key=lambda r: r.priority):
-        queued += queue_seeds(frontier, [r.url for r in group], priority)
+        queued += queue_seeds(frontier, [r.url for r in group], priority, source)
     return queued, rows[-1].id
 
 

@@ -57,8 +57,8 @@ STATUS_INTERVAL_S = 10.0  # real seconds between status publications
 PLAN_AFTER_UNIT_START_S = 0.02  # real seconds: scheduler jitter, so plans see their unit
 
 IDLE_HINT = ("waiting for the refresh planner's next time unit (refresh.time_unit_s) or for "
-             "new seeds (the `seeds` key, then `systemctl reload xyro`; URLs added with "
-             "`xyro seed` are read at the next start)")
+             "new seeds (`xyro seed URL...`, or the `seeds` key then `systemctl reload "
+             "xyro`)")
 
 
 class _Stopped(Exception):
@@ -369,14 +369,14 @@ class Daemon:
         daemon's writer owns the URL and frontier tables, :mod:`xyro.service.seeding`)."""
         if self._store is None or self.stop.is_set():
             return
-        added = self._stored_seeds()
+        added = self._stored_seeds(Source.OPERATOR)  # a known URL too, as `xyro seed` asked
         if added:
             log.info("%d seeds added with `xyro seed` queued", added)
 
-    def _stored_seeds(self) -> int:
+    def _stored_seeds(self, source: Source = Source.SEED) -> int:
         assert self._store is not None and self._parts is not None
         queued, self._seed_id = queue_stored_seeds(self._store, self._parts.crawler.frontier,
-                                                   self._seed_id)
+                                                   self._seed_id, source)
         return queued
 
     def _add_seeds(self, seeds: Any) -> int:
