@@ -70,6 +70,9 @@ class MetadataStore:
         self._ids_lock = threading.RLock()
         self._writer: Writer | None = None
         self._closed = False
+        #: The schema version the file had when :meth:`open` found it (0: a new file); below
+        #: :attr:`schema_version` when this open upgraded it.
+        self.found_version = version
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False, hash_fn: HashFn = url_hash,
@@ -94,13 +97,15 @@ class MetadataStore:
             return cls._open_read_only(path, hash_fn, cache_mb)
         conn = connect(path, cache_mb=cache_mb)
         try:
-            migrate(conn, str(path))
+            found = migrate(conn, str(path))
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise open_error(path, exc, write=True) from exc
         finally:
             conn.close()
-        return cls(path, int(version), hash_fn, cache_mb)
+        store = cls(path, int(version), hash_fn, cache_mb)
+        store.found_version = int(found)
+        return store
 
     @classmethod
     def _open_read_only(cls, path: Path, hash_fn: HashFn, cache_mb: int) -> MetadataStore:

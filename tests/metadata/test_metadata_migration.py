@@ -199,3 +199,19 @@ def test_fresh_and_migrated_files_have_the_same_schema(tmp_path: Path) -> None:
     names = {n for _, n, _ in schema_of(tmp_path / "fresh.db")}
     assert {"urls_weight", "urls_unread", "urls_due", "weight", "urls_lm_host",
             "lm_reliable"} <= names
+
+
+def test_xyro_init_says_it_upgraded_the_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "old.db"
+    make_v1_file(path)
+    command = [sys.executable, "-m", "xyro", "-s", f"storage.database={path}",
+               "-s", f"storage.warehouse_dir={tmp_path / 'w'}", "init"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == (f"upgraded from schema version 1: {path} "
+                                    f"(schema version {CURRENT_VERSION})")
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.stdout.strip() == f"checked {path} (schema version {CURRENT_VERSION})"

@@ -91,8 +91,9 @@ def init(ctx: click.Context) -> None:
     app = app_of(ctx)
     existed = os.path.exists(app.database_path)  # False, not an error, when unreachable
     with app.open_store(create=True) as store:
-        version = store.schema_version
-    verb = "checked" if existed else "created"
+        version, found = store.schema_version, store.found_version
+    verb = ("created" if not existed else "checked" if found == version
+            else f"upgraded from schema version {found}:")
     click.echo(f"{verb} {app.database_path} (schema version {version})")
 
 
