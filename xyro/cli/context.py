@@ -37,6 +37,12 @@ class FiniteFloat(click.FloatRange):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
 
+    def _describe_range(self) -> str:
+        # click describes a range with no bounds as "x<=None" in --help.
+        if self.min is None and self.max is None:
+            return ""
+        return str(super()._describe_range())
+
 
 class LazyApp:
     """The App of one invocation, built on first use from the config options."""
