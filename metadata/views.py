@@ -25,7 +25,9 @@ v_recent_errors     errors grouped by kind: count, last time, last URL and detai
 v_job_runs          periodic job runs, newest first
 v_fetch_units       the crawl bandwidth per refresh time unit, newest first: the budget G,
                     page fetches spent against it by level, what was left unspent, and the
-                    due pages carried over to the next unit
+                    due pages carried over to the next unit (a unit whose time has
+                    passed and no run closed, as after a kill -9: "stopped in it, never
+                    closed", by the wall clock)
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ VIEWS: dict[str, str] = {
     "v_fetch_units": """
         SELECT unit, datetime(unit * unit_s, 'unixepoch') AS starts, bandwidth, fetched,
                bandwidth - fetched AS unspent, refresh, discovery, urgent, carried_over,
-               CASE WHEN ended THEN 'ended' ELSE 'running or stopped in it' END AS state
+               CASE WHEN ended THEN 'ended'
+                    WHEN (unit + 1) * unit_s <= CAST(strftime('%s', 'now') AS REAL)
+                    THEN 'stopped in it, never closed'
+                    ELSE 'running or stopped in it' END AS state
         FROM fetch_units ORDER BY """ + NEWEST_UNIT_FIRST,
 }

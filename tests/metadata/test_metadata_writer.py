@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import struct
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -229,9 +230,19 @@ def test_unit_spending_rows_replace_each_other_and_show_in_the_view(
                             "FROM v_fetch_units").fetchall()
     finally:
         conn.close()
-    assert view == [(5, "1970-01-01 00:50:00", 9, None, "running or stopped in it"),
+    assert view == [(5, "1970-01-01 00:50:00", 9, None, "stopped in it, never closed"),
                     (4, "1970-01-01 00:40:00", 1, 5, "ended")]
     assert [u["unit"] for u in store.status()["fetch_units"]] == [5, 4]
+    now = int(time.time() // 600)  # the view reads the wall clock
+    with store.writer() as w:
+        w.submit(UnitSpent(now, 600.0, 10, 1, 1, 0, 0, None, False, 4000.0))
+    conn = store.read_connection()
+    try:
+        (state,) = conn.execute("SELECT state FROM v_fetch_units WHERE unit = ?",
+                                (now,)).fetchone()
+    finally:
+        conn.close()
+    assert state == "running or stopped in it"
 
 
 def test_xml_versions_and_pending(store: MetadataStore, fetched) -> None:
