@@ -10,6 +10,7 @@ are seeded, 127.0.0.2 is only linked to. Checked from the servers' own request l
 
 from __future__ import annotations
 
+import logging
 import signal
 import sqlite3
 import subprocess
@@ -207,3 +208,37 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> Non
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def test_a_seed_redirected_out_of_the_derived_scope_is_one_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """127.0.0.1 moves to localhost (as www.example.org to example.org): the scope of the
+    seeds' hosts refuses the target, and the operator reads why the crawl did nothing."""
+
+    class Moved(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path == "/robots.txt":
+                self.send_error(404)
+                return
+            self.send_response(301)
+            self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Moved)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        seed = f"http://127.0.0.1:{server.server_address[1]}/"
+        config = _config(tmp_path, [seed])
+        _init(config)
+        with caplog.at_level(logging.WARNING, logger="xyro.crawl.crawler"):
+            run_crawl(_app(config), max_seconds=30)
+    finally:
+        server.shutdown()
+        server.server_close()
+    moved = [r.getMessage() for r in caplog.records if "redirects to" in r.getMessage()]
+    assert len(moved) == 1 and seed in moved[0] and "xyro seed http://localhost:" in moved[0]

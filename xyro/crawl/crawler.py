@@ -87,6 +87,16 @@ BUDGET_POLL_S = 0.25
 Validators = PriorFetch
 
 
+def _warn_seed_moved(seed: str, submitted: Submitted) -> None:
+    """A seed whose redirect the scope refuses (often www. to the bare domain, which a
+    scope derived from the seeds does not hold) leaves the crawl with nothing: say so."""
+    for offer, refusal in submitted.refused:
+        if refusal.kind == "scope":
+            log.warning("seed %s redirects to %s, which the scope refuses (%s): add it as a "
+                        "seed (`xyro seed %s`) or set scope.allowed_domains", seed, offer.url,
+                        refusal.detail, offer.url)
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlSettings:
     """Engine parameters (built from the config by the composition root)."""
@@ -496,6 +506,8 @@ class Crawler:
             submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
             queued = {o.url for o in submitted.queued}
             self._redirects.not_queued([u for u, _ in links if u not in queued])
+            if item.depth == 0:
+                _warn_seed_moved(item.url, submitted)
         else:
             links = [(c.url, DISCOVERY if c.likely_xml else BACKGROUND)
                      for c in outcome.children]
