@@ -5,6 +5,11 @@ fetch workers. It never blocks on the network: a document whose DTD or external 
 are not in the :class:`EntityCache` comes back ``PENDING`` with the URLs it needs (resolved
 against the document or DTD URL). The engine fetches them at priority 0 and calls it again;
 a DTD that references more parameter entities yields more needs on the next call.
+
+The charset of the Content-Type is authoritative unless a BOM says otherwise (RFC 7303 §3.2,
+§4.2; :func:`~xyro.loader.parser.header_encoding`). A body whose bytes are invalid in that
+charset is read once more by its own declaration, as mislabelled servers (a site-wide
+``charset=utf-8`` over Latin-1 files that declare it) are common and were loaded before.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from xyro.loader.canonical import canonical_form
 from xyro.loader.catalogs import Catalogs
 from xyro.loader.crowding import crowded
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
-from xyro.loader.parser import may_load_externals, safe_parser
+from xyro.loader.parser import header_encoding, may_load_externals, safe_parser
 from xyro.loader.resolver import CacheResolver
 from xyro.loader.settings import LoaderSettings
 from xyro.net.urls import canonicalize
@@ -78,36 +83,54 @@ class LoadResult:
         return cls(LoadStatus.ERROR, error_kind=kind.value, error_detail=detail[:_MAX_DETAIL])
 
 
+@dataclass(slots=True)
+class _Parsed:
+    """One parse of the document: the tree or the problem, the resolver that served it, and
+    the encoding it was read in (None: the document's own)."""
+
+    tree: etree._ElementTree | None
+    problem: str | None
+    resolver: CacheResolver
+    encoding: str | None
+    bad_bytes: bool = False  # failed on bytes invalid in the encoding
+
+
 def load_document(body: bytes, url: str, cache: EntityCache,
                   settings: LoaderSettings = LoaderSettings(), *,
-                  signatures: bool = True, catalogs: Catalogs | None = None) -> LoadResult:
+                  signatures: bool = True, catalogs: Catalogs | None = None,
+                  charset: str | None = None) -> LoadResult:
     """Parse ``body`` (the document at ``url``) under the safe parser and check it.
 
     ``catalogs``: XML catalogs consulted for every DTD and external entity before the cache.
+    ``charset``: the charset parameter of its Content-Type, if any (RFC 7303 §3.2).
     Never raises for any body: whatever lxml raises ends in an ERROR result (DESIGN.md §7).
     """
     try:
-        return _load(body, url, cache, settings, signatures, catalogs)
+        return _load(body, url, cache, settings, signatures, catalogs, charset)
     except _LXML_FAILURES as exc:
         return LoadResult.error(LoadError.PARSE, (
             f"{url}: lxml failed on it ({type(exc).__name__}: {exc}); not loaded"))
 
 
 def _load(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
-          signatures: bool, catalogs: Catalogs | None) -> LoadResult:
+          signatures: bool, catalogs: Catalogs | None, charset: str | None) -> LoadResult:
     if len(body) > settings.max_document_bytes:
         return LoadResult.error(LoadError.TOO_LARGE, (
             f"{url}: {len(body)} bytes, more than loader.max_document_bytes "
             f"({settings.max_document_bytes}); not loaded"))
-    guard = PARSES.exclusive if may_load_externals(body) else PARSES.shared
-    resolver = CacheResolver(cache, settings.max_url_length, catalogs)
+    encoding = header_encoding(body, charset)
+    guard = PARSES.exclusive if may_load_externals(body, encoding) else PARSES.shared
     with guard():
-        tree, problem = _parse(body, url, resolver, validate=False)
+        parsed = _parse_document(body, url, cache, settings, catalogs, encoding)
+    resolver, tree = parsed.resolver, parsed.tree
     blocked = _blocked(url, resolver)
     if blocked is not None:
         return blocked
     if tree is None:
-        return LoadResult.error(LoadError.PARSE, f"{url} is not well-formed XML: {problem}")
+        read_as = "" if parsed.encoding is None else (
+            f" (read as {parsed.encoding}, the charset of its Content-Type)")
+        return LoadResult.error(LoadError.PARSE,
+                                f"{url} is not well-formed XML{read_as}: {parsed.problem}")
     # Before anything that reads attribute values or canonicalizes: on a crowded element
     # those cost minutes in C code no signal interrupts (xyro/loader/crowding.py).
     problem = crowded(tree.getroot(), settings.max_attributes_per_element,
@@ -132,7 +155,8 @@ def _load(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
     valid, validation_error = None, None
     if has_dtd and settings.validate:
         with guard():
-            valid, validation_error = _validate(body, url, tree, cache, settings, catalogs)
+            valid, validation_error = _validate(body, url, tree, cache, settings, catalogs,
+                                                parsed.encoding)
     return LoadResult(
         LoadStatus.LOADED,
         signature=hashlib.md5(canonical, usedforsecurity=False).digest() if signatures else None,
@@ -143,19 +167,30 @@ def _load(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
         from_cache=len(resolver.served))
 
 
-def _parse(body: bytes, url: str, resolver: CacheResolver,
-           validate: bool) -> tuple[etree._ElementTree | None, str | None]:
+def _parse_document(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
+                    catalogs: Catalogs | None, encoding: str | None) -> _Parsed:
+    """Parse in the header's ``encoding``; when its bytes are invalid in it, once more by the
+    document's own declaration, kept only if that succeeds (the caller holds the guard)."""
+    first = _parse(body, url, CacheResolver(cache, settings.max_url_length, catalogs), encoding)
+    if first.tree is not None or encoding is None or not first.bad_bytes:
+        return first
+    second = _parse(body, url, CacheResolver(cache, settings.max_url_length, catalogs), None)
+    return second if second.tree is not None else first
+
+
+def _parse(body: bytes, url: str, resolver: CacheResolver, encoding: str | None) -> _Parsed:
     """Parse under the safe parser (the caller holds the parse guard)."""
-    parser = safe_parser(resolver, validate=validate)
+    parser = safe_parser(resolver, encoding=encoding)
     try:
         root = etree.fromstring(body, parser, base_url=url)
     except etree.XMLSyntaxError as exc:
-        return None, _withheld(exc, resolver) or str(exc)
+        bad_bytes = exc.code == etree.ErrorTypes.ERR_INVALID_ENCODING
+        return _Parsed(None, _withheld(exc, resolver) or str(exc), resolver, encoding, bad_bytes)
     except (ValueError, MemoryError, RecursionError) as exc:  # lxml refusing the input
-        return None, f"{type(exc).__name__}: {exc}"
+        return _Parsed(None, f"{type(exc).__name__}: {exc}", resolver, encoding)
     if root is None:
-        return None, "no root element"
-    return root.getroottree(), None
+        return _Parsed(None, "no root element", resolver, encoding)
+    return _Parsed(root.getroottree(), None, resolver, encoding)
 
 
 def _withheld(exc: etree.XMLSyntaxError, resolver: CacheResolver) -> str | None:
@@ -189,9 +224,11 @@ def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
 
 
 def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCache,
-              settings: LoaderSettings, catalogs: Catalogs | None) -> tuple[bool, str | None]:
+              settings: LoaderSettings, catalogs: Catalogs | None,
+              encoding: str | None) -> tuple[bool, str | None]:
     """DTD validity: (valid, first messages). The DTD object is reused when there is no
-    internal subset (one parse); otherwise a validating parse sees both subsets."""
+    internal subset (one parse); otherwise a validating parse (in the ``encoding`` the
+    document was read in) sees both subsets."""
     docinfo = tree.docinfo
     external = docinfo.externalDTD
     if docinfo.internalDTD is None and external is not None:
@@ -199,7 +236,7 @@ def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCach
             return True, None
         return False, _messages(external.error_log)
     resolver = CacheResolver(cache, settings.max_url_length, catalogs)
-    parser = safe_parser(resolver, validate=True)
+    parser = safe_parser(resolver, validate=True, encoding=encoding)
     try:
         etree.fromstring(body, parser, base_url=url)
     except etree.XMLSyntaxError as exc:

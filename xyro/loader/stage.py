@@ -80,10 +80,11 @@ class LoaderStage:
             return url in self._wanted
 
     def load(self, url: str, result: FetchResult) -> Loaded:
-        """Load the XML body of ``result`` (fetched for ``url``)."""
+        """Load the XML body of ``result`` (fetched for ``url``), in the charset of its
+        Content-Type when it names one (RFC 7303 §3.2)."""
         body = result.body
         res = load_document(body, result.final_url or url, self.cache, self.settings,
-                            catalogs=self.catalogs)
+                            catalogs=self.catalogs, charset=result.charset)
         if res.from_catalog or res.from_cache:
             with self._lock:
                 self._sources["catalog"] += res.from_catalog
