@@ -157,7 +157,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
 
     Page redirects are followed through the frontier (each hop polite and re-checked), so the
     page fetcher follows none itself; robots.txt fetches follow up to the configured number
-    of hops inline, as RFC 9309 §2.3.1.2 asks.
+    of hops inline, on their own host only (``FetchLimits.for_robots``; RFC 9309 §2.3.1.2).
     """
     cfg, clock = app.config, app.clock
     crawl, limits, polite = cfg.crawler, cfg.crawler.limits, cfg.crawler.politeness
@@ -175,8 +175,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         accept_content_types=tuple(crawl.accept_content_types))
     pool = max(crawl.workers, 16)
     page_fetcher = Fetcher(fetch_limits, agent, resolver, clock, max_host_pools=pool)
-    robots_fetcher = Fetcher(replace(fetch_limits, max_redirects=limits.max_redirects,
-                                     accept_content_types=("text/plain", "text/html", "*/*")),
+    # Hops on its own host only (the one slot held), the first 500 KiB of any length.
+    robots_fetcher = Fetcher(fetch_limits.for_robots(limits.max_redirects),
                              agent, resolver, clock, max_host_pools=pool)
     # DTDs and entities come with any Content-Type (.mod, .ent); they are size-capped.
     loader_cfg = cfg.loader

@@ -9,6 +9,10 @@ decodes to nothing cannot make an outer one spin through gigabytes either.
 A body whose media type is itself gzip (``application/gzip`` for ``sitemap.xml.gz``,
 :data:`xyro.media_types.GZIP_TYPES`) gets one more stage, undone after the Content-Encodings
 and under the same cap: a gzip bomb served that way ends as :class:`BodyTooLarge` too.
+
+A decoder made with ``keep_prefix`` (robots.txt: RFC 9309 §2.5 asks for the first 500 KiB,
+not the whole file) turns reaching a cap into the end of the body: the bytes decoded up to
+the cap are kept and nothing more is read or decoded.
 """
 
 from __future__ import annotations
@@ -151,9 +155,10 @@ class Decoder:
     """Streams raw body bytes through the stacked decoders with a cap on each stage."""
 
     def __init__(self, encodings: list[str], max_decoded_bytes: int,
-                 gzip_file: bool = False) -> None:
+                 gzip_file: bool = False, *, keep_prefix: bool = False) -> None:
         """``encodings`` in the order they were applied; ``gzip_file``: the media type says
-        the content itself is a gzip file (undone last, see the module docstring)."""
+        the content itself is a gzip file (undone last, see the module docstring);
+        ``keep_prefix``: a cap reached cuts the body there instead of raising."""
         if len(encodings) > MAX_STACKED_ENCODINGS:
             raise BodyEncodingError(
                 f"{len(encodings)} stacked Content-Encodings {encodings}; "
@@ -173,37 +178,60 @@ class Decoder:
         self._produced = [0] * len(self._stages)
         self._out = bytearray()
         self.wire_bytes = 0
+        self.keep_prefix = keep_prefix
+        self.cut = False   # keep_prefix: a cap was reached, the body ends there
 
     def feed(self, data: bytes) -> None:
-        """Decode ``data``; raises BodyTooLarge as soon as any stage passes the cap."""
+        """Decode ``data``; past a cap, raises BodyTooLarge (or, keeping a prefix, cuts)."""
         self.wire_bytes += len(data)
-        self._push(0, data)
+        if not self.cut:
+            self._push(0, data)
 
     def finish(self) -> bytes:
         """Flush every stage, outermost first, and return the decoded body (an inner stage
         is fed only when the one before it has output: each needs its own flush)."""
         for index in range(len(self._stages)):
+            if self.cut:
+                break
             self._push(index, b"")
         return bytes(self._out)
+
+    def cut_here(self) -> bytes:
+        """End a ``keep_prefix`` body now (its wire cap was reached): the bytes decoded so
+        far are the body."""
+        self.cut = True
+        return bytes(self._out)
+
+    def _over(self, what: str) -> None:
+        """Raise BodyTooLarge, unless this decoder keeps a prefix (the caller cuts)."""
+        if not self.keep_prefix:
+            raise BodyTooLarge(f"{what} (cap {self._cap}) from {self.wire_bytes} bytes on "
+                               f"the wire")
 
     def _push(self, index: int, data: bytes) -> None:
         if index == len(self._stages):
             self._out += data
             if len(self._out) > self._cap:
-                raise BodyTooLarge(
-                    f"decoded more than {self._cap} bytes (cap {self._cap}) from "
-                    f"{self.wire_bytes} bytes on the wire")
+                self._over(f"decoded more than {self._cap} bytes")
+                del self._out[self._cap:]   # keeping a prefix: the body ends at the cap
+                self.cut = True
             return
         stage = self._stages[index]
         # One byte over the cap is enough to know the cap is exceeded.
         out = stage.process(data, self._cap + 1)
         while out:
             self._produced[index] += len(out)
-            if self._produced[index] > self._cap:
-                raise BodyTooLarge(
-                    f"decoding stage {index + 1} produced more than {self._cap} bytes "
-                    f"(cap {self._cap}) from {self.wire_bytes} bytes on the wire")
+            over = self._produced[index] - self._cap
+            if over > 0:
+                # An inner stage may turn much input into little output (empty gzip
+                # members): its own input is capped too, and a prefix ends here.
+                self._over(f"decoding stage {index + 1} produced more than {self._cap} bytes")
+                self._push(index + 1, out[:len(out) - over])
+                self.cut = True
+                return
             self._push(index + 1, out)
+            if self.cut:
+                return
             out = stage.process(b"", self._cap + 1)
 
 
@@ -212,13 +240,18 @@ def read_capped(read: Callable[[int], bytes], decoder: Decoder, max_wire_bytes: 
     """Read raw chunks with ``read(n)`` until EOF, feeding ``decoder``; return the body.
 
     Reads at most ``max_wire_bytes + 1`` bytes: one byte over is proof of a body too large.
+    A ``keep_prefix`` decoder ends the read at either cap and returns what it decoded.
     """
-    while True:
+    while not decoder.cut:
         room = max_wire_bytes + 1 - decoder.wire_bytes
         data = read(min(chunk_bytes, room))
         if not data:
             return decoder.finish()
         if decoder.wire_bytes + len(data) > max_wire_bytes:
+            if decoder.keep_prefix:
+                decoder.feed(data[:max_wire_bytes - decoder.wire_bytes])
+                return decoder.cut_here()
             raise BodyTooLarge(
                 f"read {decoder.wire_bytes + len(data)} bytes, cap {max_wire_bytes}")
         decoder.feed(data)
+    return decoder.cut_here()

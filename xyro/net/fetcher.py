@@ -18,6 +18,17 @@ How it stays safe against hostile servers, and why:
   whichever worker fetches that host next and idle sockets stay bounded by
   ``max_host_pools × max_per_host``. No urllib3 Retry: retries belong to the per-host
   scheduler.
+* robots.txt (:meth:`FetchLimits.for_robots`) is fetched in the slot of its host, which the
+  frontier holds for this one request: its redirect hops are followed only on that host
+  (:func:`xyro.net.urls.host_key`: http→https on it included). A hop to another host is not
+  followed: fetching it would put a second request on a host whose slot nobody holds (eight
+  sites sending their robots.txt to one CDN would hit it at once) and skip its scope check.
+  The fetch ends as ``REDIRECT`` with the 3xx status, which the robots cache reads as
+  "unavailable: allow all" (RFC 9309 §2.3.1.2 lets a crawler call a robots.txt it does not
+  reach unavailable, §2.3.1.3). Pages of such a site usually redirect to that other host
+  too, and each such hop is a new URL there, whose own robots.txt is fetched and obeyed
+  first. Only its first 500 KiB are read (RFC 9309 §2.5): a longer body is cut, not an
+  error.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timezone
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
@@ -47,6 +58,8 @@ from xyro.net.filters import (
 from xyro.clock import Clock
 from xyro.net.connections import FetchContext, PinnedAdapter, UnpinnedConnection, Watchdog, norm_host
 from xyro.net.dns import DnsError, Resolver, address_refusal
+from xyro.net.robots import ROBOTS_FETCH_BYTES
+from xyro.net.urls import host_key
 from xyro.records import ErrorKind, FetchResult
 
 RedirectCheck = Callable[[str], ErrorKind | None]
@@ -70,6 +83,8 @@ class FetchLimits:
     allow_private_addresses: bool = False
     skip_suffixes: frozenset[str] = DEFAULT_SKIP_SUFFIXES
     accept_content_types: tuple[str, ...] = DEFAULT_ACCEPT_CONTENT_TYPES
+    same_host_redirects: bool = False  # a hop to another host ends the fetch as REDIRECT
+    keep_prefix: bool = False          # a body past a cap is cut there, not TOO_LARGE
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_s", "read_timeout_s", "deadline_s",
@@ -78,6 +93,16 @@ class FetchLimits:
                 raise ValueError(f"FetchLimits.{name} must be > 0, got {getattr(self, name)}")
         if self.max_redirects < 0:
             raise ValueError(f"FetchLimits.max_redirects must be >= 0, got {self.max_redirects}")
+
+    def for_robots(self, max_redirects: int) -> FetchLimits:
+        """These limits for robots.txt (module docstring; DESIGN.md §7): up to
+        ``max_redirects`` hops on the same host (RFC 9309 §2.3.1.2 asks for five), any
+        Content-Type, and the first :data:`ROBOTS_FETCH_BYTES` decoded bytes kept whatever
+        the body's length (§2.5), never fewer because the page cap on the wire is smaller."""
+        return replace(self, max_redirects=max_redirects, same_host_redirects=True,
+                       accept_content_types=("text/plain", "text/html", "*/*"),
+                       keep_prefix=True, max_decoded_bytes=ROBOTS_FETCH_BYTES,
+                       max_body_bytes=max(self.max_body_bytes, ROBOTS_FETCH_BYTES))
 
 
 def user_agent(product: str, contact_url: str) -> str:
@@ -241,7 +266,7 @@ class Fetcher:
                 raise _Failure(ErrorKind.REDIRECT,
                                f"more than {self._limits.max_redirects} redirects from "
                                f"{draft.url} (last to {target})")
-            self._check_hop(current, target)
+            self._check_hop(draft.url, current, target)
             seen.add(target)
             current = target
 
@@ -252,11 +277,13 @@ class Fetcher:
         if suffix_skipped(url, self._limits.skip_suffixes):
             raise _Failure(ErrorKind.CONTENT_TYPE, f"{url}: suffix is in the skip list")
 
-    def _check_hop(self, source: str, target: str) -> None:
+    def _check_hop(self, first: str, source: str, target: str) -> None:
         scheme = _scheme(target, ErrorKind.REDIRECT)
         if scheme not in ("http", "https"):
             raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
                                                f"scheme {scheme!r} is not http/https")
+        if self._limits.same_host_redirects:
+            _check_same_host(first, source, target)
         if suffix_skipped(target, self._limits.skip_suffixes):
             raise _Failure(ErrorKind.CONTENT_TYPE, f"redirect from {source} to {target} "
                                                    f"refused: suffix is in the skip list")
@@ -349,7 +376,7 @@ class Fetcher:
             raise _Failure(ErrorKind.CONTENT_TYPE,
                            f"{draft.final_url}: Content-Type {draft.content_type} not accepted")
         length = _content_length(headers)
-        if length is not None and length > limits.max_body_bytes:
+        if length is not None and length > limits.max_body_bytes and not limits.keep_prefix:
             response.close()
             raise _Failure(ErrorKind.TOO_LARGE, f"{draft.final_url}: Content-Length {length} "
                                                 f"exceeds the cap {limits.max_body_bytes}")
@@ -358,7 +385,8 @@ class Fetcher:
             # A gzip file (sitemap.xml.gz) is decompressed here, under the same caps.
             decoder = Decoder(parse_content_encoding(headers.get("content-encoding")),
                               limits.max_decoded_bytes,
-                              gzip_file(draft.final_url, draft.content_type, limits.skip_suffixes))
+                              gzip_file(draft.final_url, draft.content_type, limits.skip_suffixes),
+                              keep_prefix=limits.keep_prefix)
             try:
                 draft.body = read_capped(lambda n: response.raw.read(n, decode_content=False),
                                          decoder, limits.max_body_bytes)
@@ -408,6 +436,19 @@ def _scheme(url: str, kind: ErrorKind) -> str:
         return urlsplit(url).scheme.lower()
     except ValueError as exc:
         raise _Failure(kind, f"{url!r} is not a URL: {exc}") from None
+
+
+def _check_same_host(first: str, source: str, target: str) -> None:
+    """Refuse a hop off the host of ``first``: this fetch holds that host's slot only."""
+    try:
+        same = host_key(target) == host_key(first)
+    except ValueError as exc:
+        raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
+                                           f"{exc}") from None
+    if not same:
+        raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} not followed: "
+                                           f"it leaves the host of {first}, the only one this "
+                                           f"fetch may contact; {first} counts as unavailable")
 
 
 def _location(value: str | None) -> str | None:

@@ -5,9 +5,13 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
 ``robots_url(origin)`` with the fetcher and hands the outcome to :meth:`RobotsCache.store`:
 
 - 2xx: the body (first 500 KiB, RFC 9309 §2.5) is parsed with protego; a body that protego
-  cannot parse counts as empty (allow all) — protego is lenient and ignores bad lines.
-- 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects
-  (§2.3.1.2 lets us call that unavailable): allow all (§2.3.1.3).
+  cannot parse counts as empty (allow all) — protego is lenient and ignores bad lines. The
+  fetch keeps :data:`ROBOTS_FETCH_BYTES` of a longer body, so a 12 MB robots.txt is its
+  first 500 KiB, not a failed fetch.
+- 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects or at
+  a hop to another host, which the fetch does not follow (that host's politeness slot is
+  not held, nor its scope checked; :mod:`xyro.net.fetcher`); §2.3.1.2 lets us call such a
+  robots.txt unavailable: allow all (§2.3.1.3).
 - 5xx, 429, any other status, or unreachable (status None: DNS, connect, timeout; §2.3.1.4):
   disallow all until ``fetched_at + unreachable_retry_s``,
   then the robots.txt is fetched again. (429 is treated like 5xx, as Google does: the server
@@ -39,6 +43,9 @@ from xyro.net.urls import canonicalize, robots_origin, robots_url
 log = logging.getLogger(__name__)
 
 MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; we parse at most that
+#: What the robots.txt fetch keeps of a body: one byte past MAX_ROBOTS_BYTES tells
+#: ``_parse`` that the body goes on, so it cuts at the last full line.
+ROBOTS_FETCH_BYTES = MAX_ROBOTS_BYTES + 1
 MAX_TTL_S = 86_400.0
 MAX_QUERY_ORDERS = 8  # query parameters tried first in a robots.txt match (query_orders)
 
