@@ -54,17 +54,18 @@ def _run_until(config: Path, wanted: list[str], timeout_s: float = 60.0) -> str:
     return "".join(err) + rest
 
 
-def test_unreachable_seed_is_warned_about_per_host_then_the_daemon_says_it_idles(
+def test_unreachable_seed_is_warned_about_per_host_and_its_urls_stay_queued(
         tmp_path: Path) -> None:
     port = _closed_port()
     config = _config(tmp_path / "x.yaml", tmp_path / "x.db",
                      [f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/other"], True)
-    err = _run_until(config, ["host 127.0.0.1", "idle:", "errors since last: connect=2"])
+    err = _run_until(config, ["host 127.0.0.1", "queued 2"])
     warnings = [line for line in err.splitlines() if f"host 127.0.0.1:{port}:" in line]
-    assert len(warnings) == 1, err          # two failed URLs, one host, one warning
+    assert len(warnings) == 1, err          # robots.txt refused once: one warning
     assert "WARNING" in warnings[0] and "connect error" in warnings[0]
-    assert err.count("idle: the frontier is empty") == 1, err
-    assert "summary:" in err and "queued 0" in err
+    # Its robots.txt is retried for hours before its URLs fail (PrerequisiteRetries).
+    assert "attempt 1; its queued URLs wait" in warnings[0], warnings[0]
+    assert "idle: the frontier is empty" not in err and "connect=" not in err, err
     assert "Traceback" not in err
 
 

@@ -42,7 +42,7 @@ from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
 from xyro.crawl.redirects import Redirects
-from xyro.crawl.retry_policy import RetryPolicy
+from xyro.crawl.retry_policy import PrerequisiteRetries, RetryPolicy
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.stats import CrawlStats
 from xyro.loader.document import LoadError
@@ -64,6 +64,10 @@ UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCAT
 #: The detail of the records of URLs drained, unfetched, with an origin whose robots.txt could
 #: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
 ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
+
+#: URLs of an origin given up on that are recorded per dispatcher round: a stop is seen
+#: between two batches, and the other hosts' results are not held up for long.
+DRAIN_BATCH = 1000
 
 #: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
 #: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
@@ -174,6 +178,7 @@ class Crawler:
         self._stop = threading.Event()
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
+        self._robots_failures = PrerequisiteRetries(settings.max_retries)
         self._redirects = Redirects(settings.max_redirects, settings.max_url_length)
         self._needs = None if loader is None else LoaderNeeds(
             loader, frontier, submit, clock, settings.max_url_length, self._resume_later,
@@ -419,6 +424,9 @@ class Crawler:
     # -- dispatcher side: results --------------------------------------------------------
 
     def _drain(self) -> None:
+        # Before this round's results: a give-up they bring is recorded from the next round
+        # on, once the run loop has looked for a stop request in between.
+        self._drain_given_up()
         while True:
             try:
                 done = self._done.get_nowait()
@@ -449,10 +457,40 @@ class Crawler:
                            started_at=result.started_at)
         self.stats.robots_fetch()
         if result.error_kind in UNREACHABLE:
-            detail = (ORIGIN_UNREACHABLE.format(item.origin)
-                      + f" ({result.error_detail}); the host is tried again later")
-            for queued in self.frontier.drain_origin(item.origin, item.host):
-                self._unfetched(queued, result.error_kind, detail)
+            self._robots_unreachable(item, result, now)
+        else:  # an answer, even a 5xx: the host is there
+            self._robots_failures.answered(item.origin)
+
+    def _robots_unreachable(self, item: FrontierItem, result: FetchResult, now: float) -> None:
+        """robots.txt of ``item.origin`` could not be fetched: its URLs stay queued (the
+        host is disallowed for a while and backed off, robots.txt asked for again after),
+        until repeated failures over hours give up on them (:class:`PrerequisiteRetries`)."""
+        assert result.error_kind is not None
+        retry_s = self.frontier.robots.unreachable_retry_s
+        reason = ORIGIN_UNREACHABLE.format(item.origin) + f" ({result.error_detail})"
+        failures = self._robots_failures
+        if failures.failed(item.origin, item.host, result.error_kind, reason, now, retry_s):
+            self._wake.set()  # its URLs are recorded from the next round on (_drain)
+        elif self._host_warnings is not None:
+            self._host_warnings.error(item.url, result.error_kind.value, (
+                f"{reason}, attempt {failures.attempts(item.origin)}; its queued URLs wait "
+                f"and it is tried again in {retry_s:g} s or more"))
+
+    def _drain_given_up(self) -> None:
+        """Record a batch of the queued URLs of the origins given up on as ERROR pages;
+        none once the crawl is stopping (they stay queued, in memory and in the store)."""
+        budget, draining = DRAIN_BATCH, self._robots_failures.draining
+        for origin, (host, kind, detail) in list(draining.items()):
+            if self._stop.is_set() or budget <= 0:
+                return
+            batch = self.frontier.drain_origin(origin, host, budget)
+            for queued in batch:
+                self._unfetched(queued, kind, detail)
+            budget -= len(batch)
+            if budget > 0:  # fewer than asked for: nothing of that origin is left
+                del draining[origin]
+        if draining:
+            self._wake.set()  # more to record: the run loop must not sleep on it
 
     def _page_done(self, done: _Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome

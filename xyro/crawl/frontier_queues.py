@@ -330,39 +330,58 @@ class FrontierQueues:
             del self._in_progress[item.url]
             self.hosts.finish(item.host, now, retry_after_s, error, started_at)
 
-    def drain_origin(self, origin: str, host: str) -> list[FrontierItem]:
-        """Remove and return the items of ``origin`` queued on ``host`` (delayed ones stay).
+    def drain_origin(self, origin: str, host: str, limit: int | None = None
+                     ) -> list[FrontierItem]:
+        """Remove and return up to ``limit`` (None: all) items of ``origin`` queued on
+        ``host`` (delayed ones stay); fewer than ``limit`` means none is left.
 
-        For a robots.txt that could not be fetched at all (timeout, refused, DNS): the engine
+        For an origin whose robots.txt could not be reached time after time (timeout,
+        refused, DNS; :class:`~xyro.crawl.retry_policy.PrerequisiteRetries`): the engine
         fails these URLs with that reason, as Heritrix fails URIs whose prerequisite failed,
-        instead of leaving them queued with no visible cause.
+        in batches so that a stop is seen between two. Items are taken from the heads of the
+        host's queues, each scanned at most once around per call: a FIFO's items of other
+        origins met on the way go to its back (their cyclic order kept, so a whole drain
+        costs O(items of the host)); a Greedy queue files them again under their cash.
         """
+        limit = limit if limit is not None else len(self._queued) + 1
         with self._lock:
             slot = self._slot(host)
             if slot.levels is None or slot.live is None:
                 return []
             out: list[FrontierItem] = []
-            for level, dq in enumerate(slot.levels):
-                if not dq:
-                    continue
-                keep = self._new_queue(level)
-                taken: set[int] = set()  # a CashQueue may hold an item more than once
-                for item in dq:
-                    if self._queued.get(item.url) is not item or id(item) in taken:
-                        continue  # stale entry of an item moved up a level (or a repeat)
-                    taken.add(id(item))
-                    if item.origin == origin:
-                        out.append(item)
-                        self._open[item.url] = self._open.get(item.url, 0) + 1
-                        del self._queued[item.url]
-                        slot.live[level] -= 1
-                        self._level_counts[level] -= 1
-                    else:
-                        keep.append(item)
-                slot.levels[level] = keep
+            for level, q in enumerate(slot.levels):
+                if q and len(out) < limit:
+                    self._drain_level(slot, level, q, origin, limit - len(out), out)
             if slot.best() is None:
                 self._drop_queues(slot)
             return out
+
+    def _drain_level(self, slot: HostSlot, level: int, q: deque[FrontierItem] | CashQueue,
+                     origin: str, limit: int, out: list[FrontierItem]) -> None:
+        """Move up to ``limit`` live items of ``origin`` from the head of ``q`` (``slot``'s
+        queue at ``level``) to ``out`` (lock held)."""
+        others: list[FrontierItem] = []
+        seen: set[int] = set()  # a CashQueue may hold an item more than once
+        taken = 0
+        for _ in range(len(q)):
+            if taken >= limit:
+                break
+            item = q.popleft()
+            if self._queued.get(item.url) is not item or id(item) in seen:
+                continue  # stale entry of an item moved up a level (or a repeat)
+            seen.add(id(item))
+            if item.origin != origin:
+                others.append(item)
+                continue
+            out.append(item)
+            taken += 1
+            self._open[item.url] = self._open.get(item.url, 0) + 1
+            del self._queued[item.url]
+            slot.live[level] -= 1  # type: ignore[index]
+            self._level_counts[level] -= 1
+        # Put back after the loop: a CashQueue would hand a re-filed item out again.
+        for item in others:
+            q.append(item)
 
     def _close(self, url: str) -> None:
         """One open fetch of ``url`` ended: completed or given back (lock held)."""
