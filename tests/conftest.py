@@ -14,6 +14,7 @@ settings.load_profile("repeatable")
 
 
 import threading  # noqa: E402  (the settings above load first)
+import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 
@@ -85,6 +86,61 @@ def tree_site() -> Iterator[Callable[..., TreeSite]]:
 
     def make(pages: int, delay_s: float = 0.0) -> TreeSite:
         sites.append(TreeSite(pages, delay_s))
+        return sites[-1]
+    yield make
+    for site in sites:
+        site.close()
+
+
+#: What a routed site answers for a path: (status, extra headers, HTML body).
+Answer = tuple[int, dict[str, str], bytes]
+
+
+class RoutedSite:
+    """A threaded HTTP server on 127.0.0.1 answering every GET with ``respond(path)`` (an
+    HTML body, Content-Length set); robots.txt is a 404. ``requests`` lists the paths asked
+    for (robots.txt left out), in order, and ``times`` when each was (monotonic seconds)."""
+
+    def __init__(self, respond: Callable[[str], Answer]) -> None:
+        self.requests: list[str] = []
+        self.times: list[float] = []
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                if self.path == "/robots.txt":
+                    self.send_error(404)
+                    return
+                site.times.append(time.monotonic())
+                site.requests.append(self.path)
+                status, headers, body = respond(self.path)
+                self.send_response(status)
+                for name, value in {"Content-Type": "text/html", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def routed_site() -> Iterator[Callable[[Callable[[str], Answer]], RoutedSite]]:
+    """``routed_site(respond)``: a :class:`RoutedSite`, closed after the test."""
+    sites: list[RoutedSite] = []
+
+    def make(respond: Callable[[str], Answer]) -> RoutedSite:
+        sites.append(RoutedSite(respond))
         return sites[-1]
     yield make
     for site in sites:

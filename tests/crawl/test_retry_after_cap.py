@@ -6,60 +6,32 @@ server on 127.0.0.1, real crawl, real SQLite file."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from xyro.crawl.retry_policy import RetryPolicy
 from xyro.service.crawl_run import run_crawl
 
 
-@pytest.fixture
-def busy_once() -> Iterator[tuple[str, list[str]]]:
-    """``/`` links to ``/p0``, whose first answer is a 503 with Retry-After 10^9 s."""
-    requests: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-            requests.append(self.path)
-            if self.path == "/robots.txt":
-                self.send_error(404)
-                return
-            busy = self.path == "/p0" and requests.count("/p0") == 1
-            body = b'<a href="/p0">p0</a>' if self.path == "/" else b"<p>ok</p>"
-            self.send_response(503 if busy else 200)
-            if busy:
-                self.send_header("Retry-After", "999999999")
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", requests
-    server.shutdown()
-    server.server_close()
-
-
 def test_a_retry_after_of_years_is_capped_for_the_url(tmp_path: Path, local_app_for: Any,
-                                                      busy_once: tuple[str, list[str]]) -> None:
-    base, requests = busy_once
-    app = local_app_for(tmp_path, f"seeds={json.dumps([base + '/'])}",
+                                                      routed_site: Any) -> None:
+    """``/`` links to ``/p0``, whose first answer is a 503 with Retry-After 10^9 s."""
+    asked: list[str] = []
+
+    def respond(path: str) -> tuple[int, dict[str, str], bytes]:
+        asked.append(path)
+        if path == "/p0" and asked.count("/p0") == 1:
+            return 503, {"Retry-After": "999999999"}, b"<p>busy</p>"
+        return 200, {}, b'<a href="/p0">p0</a>' if path == "/" else b"<p>ok</p>"
+
+    site = routed_site(respond)
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/'])}",
                         "crawler.politeness.max_retry_after_s=1")
     started = time.monotonic()
     summary = run_crawl(app, max_seconds=30)
     assert summary.stop_reason == "frontier exhausted", summary.stop_reason
-    assert requests.count("/p0") == 2 and time.monotonic() - started < 20
+    assert site.requests.count("/p0") == 2 and time.monotonic() - started < 20
 
 
 def test_the_policy_caps_every_pause() -> None:
