@@ -106,13 +106,14 @@ def init(ctx: click.Context) -> None:
 def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
     """Add start URLs: kept as seeds (their hosts are in a scope derived from the seeds) and
     queued now, or by the crawler running on the database."""
+    from xyro.service.crawl_lock import holder_name
     from xyro.service.crawl_run import SEED_POLL_S
     from xyro.service.seeding import seed_urls
 
     canonical = [canonical_url(u, "seed") for u in urls]
     done = seed_urls(app_of(ctx), canonical, priority)
     if done.running:
-        who = f"process {done.crawler_pid}" if done.crawler_pid else "another process"
+        who = holder_name(done.crawler_pid)
         click.echo(f"stored {len(canonical)} seed URL(s) at priority {priority} for the running "
                    f"crawler ({who}): `xyro run` queues them within {SEED_POLL_S:g} s, "
                    "`xyro crawl` at its next start")

@@ -20,7 +20,7 @@ from xyro.errors import UsageError, XyroError
 from xyro.jobs.plan_explain import summary
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
-from xyro.service.crawl_lock import CrawlerRunning, CrawlLock
+from xyro.service.crawl_lock import CrawlerRunning, CrawlLock, holder_name
 
 
 def _app(ctx: click.Context) -> App:
@@ -111,7 +111,7 @@ def _no_crawler(app: App) -> Iterator[None]:
         lock = CrawlLock(app.database_path, wait_s=0.5)
         lock.acquire()
     except CrawlerRunning as running:
-        who = f"process {running.pid}" if running.pid else "another process"
+        who = holder_name(running.pid)
         raise UsageError(
             f"a crawler ({who}) is running on {app.database_path}: `xyro plan --run` would "
             "queue pages it never reads (`xyro run` plans every unit itself, `xyro crawl` "

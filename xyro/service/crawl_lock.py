@@ -31,6 +31,12 @@ class CrawlerRunning(XyroError):
         self.pid = pid  # the holder's, as its lock file names it (None: unreadable)
 
 
+def holder_name(pid: int | None) -> str:
+    """The lock's holder as messages name it: ``process 1234``, or ``another process`` when
+    the lock file names none."""
+    return f"process {pid}" if pid else "another process"
+
+
 def lock_path(database: Path) -> Path:
     return database.with_name(database.name + ".lock")
 
@@ -83,7 +89,7 @@ class CrawlLock:
                 break
             time.sleep(0.05)
         holder = _read_pid(fd)
-        who = f"process {holder}" if holder else "another process"
+        who = holder_name(holder)
         raise CrawlerRunning(
             f"another Xyro crawler ({who}) is running on {self.database}: two crawlers on "
             f"one database would break politeness and fetch pages twice; stop it first "
