@@ -480,6 +480,8 @@ class Crawler:
         """Record a batch of the queued URLs of the origins given up on as ERROR pages;
         none once the crawl is stopping (they stay queued, in memory and in the store)."""
         budget, draining = DRAIN_BATCH, self._robots_failures.draining
+        if not draining:  # every dispatcher round: nothing to allocate in the common case
+            return
         for origin, (host, kind, detail) in list(draining.items()):
             if self._stop.is_set() or budget <= 0:
                 return
