@@ -31,10 +31,12 @@ ATTEMPTS = 4     # CrawlSettings.max_retries (3) retries after the first failure
 
 
 class Site:
-    """Pages on 127.0.0.1:``port``; ``/slow.html`` answers only once ``release`` is set."""
+    """Pages on 127.0.0.1:``port``; ``/slow.html`` answers only once ``release`` is set;
+    ``robots_headers`` are sent with robots.txt (a broken Content-Encoding, say)."""
 
     def __init__(self, port: int = 0) -> None:
         self.paths: list[str] = []
+        self.robots_headers: dict[str, str] = {}
         self.slow_started = threading.Event()
         self.release = threading.Event()
         site = self
@@ -51,6 +53,9 @@ class Site:
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", kind)
+                    if self.path == "/robots.txt":
+                        for name, value in site.robots_headers.items():
+                            self.send_header(name, value)
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
@@ -177,6 +182,30 @@ def test_urls_of_an_origin_that_never_answers_fail_once_after_retries_over_hours
         assert detail.startswith(ORIGIN_UNREACHABLE.format(base)), detail
         assert f"{ATTEMPTS} attempts over" in detail and "gave up" in detail, detail
     assert _store(tmp_path / "xyro.db", "SELECT count(*) FROM frontier") == [(0,)]
+
+
+def test_a_robots_txt_with_a_broken_content_encoding_is_retried_then_fails_its_urls(
+        tmp_path: Path, sites: Callable[[int], Site]) -> None:
+    # An answer that cannot be read (plain text labelled gzip) is no robots.txt: the host
+    # is kept out as when unreachable, and its URLs end as errors rows saying why, instead
+    # of waiting, unrecorded, for as long as the crawl runs.
+    clock = AcceleratedClock(WallClock().now(), 600.0)
+    site = sites(0)
+    site.robots_headers = {"Content-Encoding": "gzip"}
+    port = int(site.base.rsplit(":", 1)[1])
+    tries: list[tuple[float, str | None]] = []
+    app = _app(tmp_path, clock, [site.base + p for p in PAGES])
+    summary = run_crawl(app, max_seconds=2 * 3600,
+                        customize=_watch_robots(clock, port, tries, lambda n: None))
+
+    assert summary.stop_reason == "frontier exhausted", summary.stop_reason
+    assert [kind for _, kind in tries] == ["encoding"] * ATTEMPTS, tries
+    assert site.paths == ["/robots.txt"] * ATTEMPTS   # no page fetched without robots.txt
+    rows = _store(tmp_path / "xyro.db", "SELECT e.kind, e.detail FROM errors e")
+    assert len(rows) == len(PAGES), rows
+    for kind, detail in rows:
+        assert kind == "encoding"
+        assert detail.startswith(ORIGIN_UNREACHABLE.format(site.base)), detail
 
 
 def test_a_stop_during_a_failing_robots_txt_leaves_the_urls_queued_in_the_store(

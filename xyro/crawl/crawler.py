@@ -57,9 +57,10 @@ if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.bu
 
 log = logging.getLogger("xyro.crawl.crawler")
 
-#: robots.txt fetch failures that mean the host cannot be reached at all.
+#: robots.txt fetch failures that mean the host cannot be reached at all, or that its answer
+#: cannot be read (a body its Content-Encoding does not decode is no robots.txt either).
 UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
-                         ErrorKind.DNS, ErrorKind.ADDRESS})
+                         ErrorKind.DNS, ErrorKind.ADDRESS, ErrorKind.ENCODING})
 
 #: The detail of the records of URLs drained, unfetched, with an origin whose robots.txt could
 #: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
