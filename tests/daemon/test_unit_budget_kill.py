@@ -24,9 +24,9 @@ from xyro.clock import WallClock, unit_index
 from xyro.config_load import load_config
 
 PAGES = 400
-G = 40
-KILL_AT = 20           # page requests served when the daemon is killed
-PAGE_DELAY_S = 0.02    # one host, one request at a time: ~50 pages/s
+G = 60
+KILL_AT = 10           # page requests served, and a record committed, before the kill
+PAGE_DELAY_S = 0.04    # one host, one request at a time: ~25 pages/s, G in 2.4 s
 UNIT_S = 10_000_000.0  # one unit for the whole test, on the wall clock
 READY = re.compile(r"daemon ready")
 
@@ -75,6 +75,14 @@ def _stored(db: Path, unit: int) -> tuple[int, int | None]:
     return records, None if row is None else row[0]
 
 
+def _committed(db: Path, unit: int, limit_s: float) -> None:
+    """Wait until the store holds a page record."""
+    deadline = time.monotonic() + limit_s
+    while _stored(db, unit)[0] == 0:
+        assert time.monotonic() < deadline, f"no page record committed in {limit_s} s"
+        time.sleep(0.02)
+
+
 def _quiet(site: Any, for_s: float, limit_s: float) -> None:
     """Wait until the web has served no page for ``for_s`` seconds."""
     deadline, last, since = time.monotonic() + limit_s, -1, time.monotonic()
@@ -96,6 +104,8 @@ def test_a_kill_within_the_unit_does_not_grant_its_fetches_again(tmp_path: Path,
     proc = _start(config)
     try:
         assert site.reached(KILL_AT).wait(20), f"only {len(site.requests)} pages fetched"
+        _committed(db, unit, 10.0)  # the writer commits every 0.5 s: wait for a first one
+        assert len(site.requests) < G, "the unit's budget was spent before the kill"
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(10) == -signal.SIGKILL
     finally:
