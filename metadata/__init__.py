@@ -22,8 +22,8 @@ their concatenation), :mod:`metadata.status` (``xyro status``).
 
 from metadata.errors import MetadataError
 from metadata.records import (
-    MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FrontierRow, Graph,
-    JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
+    MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed,
+    FrontierRow, Graph, JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
     XmlVersion,
 )
 from metadata.store import MetadataStore
@@ -31,7 +31,7 @@ from metadata.writer import Writer
 
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
-    "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
+    "FoundSeed", "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
     "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "UnitSpent", "Writer",
     "XmlVersion",
 ]

@@ -16,15 +16,16 @@ from operator import itemgetter
 import numpy as np
 
 from metadata.records import (
-    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, JobRun, Op, PageType, Refuse,
-    SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh, SetState, SetWeights,
-    UnitSpent, XmlVersion,
+    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed, JobRun, Op, PageType,
+    Refuse, SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh, SetState,
+    SetWeights, UnitSpent, XmlVersion,
 )
 from metadata.checkpoint_ids import CheckpointIds
 from metadata.refresh_queries import (PLANNED_TYPES, FailedRefetch, failed_refetches,
                                       refiled_after_fetch)
 from metadata.resolver import UrlResolver
 from metadata.schema import pack_children
+from metadata.seeds import FOUND_SEED_SQL
 
 _DEAD_STATUSES = frozenset({404, 410})
 _CHUNK = 500
@@ -202,7 +203,8 @@ class BatchApplier:
         self._good: dict[int, float] = {}  # url id → its last good read in this batch
         self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
-                                  SetPending: [], ClearPending: [], UnitSpent: []}
+                                  SetPending: [], ClearPending: [], UnitSpent: [],
+                                  FoundSeed: []}
         bulk: list[Op] = []
         for op in ops:
             kind = type(op)
@@ -241,6 +243,8 @@ class BatchApplier:
                 rows[kind].append((op.unit, op.unit_s, op.bandwidth, op.fetched, op.refresh,
                                    op.discovery, op.urgent, op.carried_over, int(op.ended),
                                    op.updated_at))
+            elif kind is FoundSeed:
+                rows[kind].append((op.url, op.priority, op.added_at, op.redirected_from))
             else:  # SetRanks, SetWeights, SetLastModifiedVerdicts, SaveOpic: vectorised,
                 # applied in order after the rows above
                 bulk.append(op)
@@ -403,6 +407,8 @@ class BatchApplier:
                  "refresh, discovery, urgent, carried_over, ended, updated_at) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  list({row[0]: row for row in rows[UnitSpent]}.values()))
+        if rows[FoundSeed]:
+            many(FOUND_SEED_SQL, rows[FoundSeed])
         if rows[JobRun]:
             many("INSERT INTO job_runs (name, started, finished, status, detail) "
                  "VALUES (?, ?, ?, ?, ?)", rows[JobRun])

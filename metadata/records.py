@@ -277,6 +277,18 @@ class SetState:
 
 
 @dataclass(frozen=True, slots=True)
+class FoundSeed:
+    """A seed the crawl found itself (table ``seeds``, schema version 9): ``url``, where the
+    seed ``redirected_from`` sent it, outside a scope derived from the seeds. Stored so the
+    scope holds its host at the next start too; a seed already stored is left as it is."""
+
+    url: str
+    priority: int
+    added_at: float
+    redirected_from: str
+
+
+@dataclass(frozen=True, slots=True)
 class JobRun:
     """One run of a periodic job (ranking, planner...), for ``xyro status``."""
 
@@ -357,7 +369,7 @@ class ClearPending:
 
 Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
            JobRun, XmlVersion, SetPending, ClearPending, SetWeights, SetLastModifiedVerdicts,
-           UnitSpent]
+           UnitSpent, FoundSeed]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

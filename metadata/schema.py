@@ -56,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 8
+CURRENT_VERSION = 9
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -305,6 +305,15 @@ def _v7_to_v8(conn: sqlite3.Connection) -> None:
     conn.execute(V8_DDL)
 
 
+#: A seed the crawl found itself: the target a seed redirected to, outside a scope derived
+#: from the seeds (``redirected_from`` the seed; NULL for the operator's own seeds).
+V9_DDL = "ALTER TABLE seeds ADD COLUMN redirected_from TEXT"
+
+
+def _v8_to_v9(conn: sqlite3.Connection) -> None:
+    conn.execute(V9_DDL)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -315,6 +324,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     6: ("the crawl bandwidth spent per refresh time unit", _v5_to_v6),
     7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
     8: ("the start URLs added with xyro seed", _v7_to_v8),
+    9: ("seeds found where a seed redirected to", _v8_to_v9),
 }
 
 

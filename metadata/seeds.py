@@ -1,4 +1,5 @@
-"""The start URLs added with ``xyro seed`` (table ``seeds``, schema version 8).
+"""The start URLs added with ``xyro seed`` (table ``seeds``, schema version 8), and those the
+crawl found where a seed redirected to (``redirected_from``, schema version 9).
 
 Configured seeds live in the configuration; these are the operator's others. They are kept
 apart from the frontier for two readers: the scope (empty ``scope.allowed_domains`` means the
@@ -17,15 +18,23 @@ from dataclasses import dataclass
 
 _INSERT = "INSERT INTO seeds (url, priority, added_at) VALUES (?, ?, ?)"
 
+#: The metadata writer's statement for :class:`metadata.records.FoundSeed`: a URL stored as a
+#: seed already (by the operator, say) keeps its row.
+FOUND_SEED_SQL = ("INSERT OR IGNORE INTO seeds (url, priority, added_at, redirected_from) "
+                  "VALUES (?, ?, ?, ?)")
+
 
 @dataclass(frozen=True, slots=True)
 class StoredSeed:
-    """One row of ``seeds``: a canonical URL and the frontier priority it was added at."""
+    """One row of ``seeds``: a canonical URL and the frontier priority it was added at;
+    ``redirected_from``: the seed whose redirect the crawl followed to it (None: added with
+    ``xyro seed``)."""
 
     id: int
     url: str
     priority: int
     added_at: float
+    redirected_from: str | None = None
 
 
 def add_seeds(conn: sqlite3.Connection, urls: Sequence[str], priority: int, at: float) -> int:
@@ -51,6 +60,6 @@ def add_seeds(conn: sqlite3.Connection, urls: Sequence[str], priority: int, at: 
 
 def stored_seeds(conn: sqlite3.Connection, after_id: int = 0) -> list[StoredSeed]:
     """The seeds with an id above ``after_id``, oldest first."""
-    rows = conn.execute("SELECT id, url, priority, added_at FROM seeds WHERE id > ? "
-                        "ORDER BY id", (after_id,)).fetchall()
+    rows = conn.execute("SELECT id, url, priority, added_at, redirected_from FROM seeds "
+                        "WHERE id > ? ORDER BY id", (after_id,)).fetchall()
     return [StoredSeed(*row) for row in rows]

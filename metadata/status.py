@@ -64,6 +64,8 @@ def store_status(conn: sqlite3.Connection, current_unit: int | None) -> dict[str
         "warehouse": warehouse_counts(conn),
         "pending": q("SELECT count(*) FROM pending").fetchone()[0],
         "seeds_stored": q("SELECT count(*) FROM seeds").fetchone()[0],
+        "seeds_found": q("SELECT count(*) FROM seeds WHERE redirected_from IS NOT NULL"
+                         ).fetchone()[0],
         "opic": opic_summary(conn),
         "fetch_units": [dict(zip(_UNIT_COLUMNS, r)) for r in q(
             f"SELECT {', '.join(_UNIT_COLUMNS)} FROM fetch_units "

@@ -27,7 +27,7 @@ from metadata import MetadataError, MetadataStore
 from xyro.app import App
 from xyro.clock import WallClock
 from xyro.config_load import load_config
-from xyro.service.crawl_run import run_crawl
+from xyro.service.crawl_run import SEED_POLL_S, run_crawl
 
 
 class Host:
@@ -210,35 +210,107 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> Non
         time.sleep(0.05)
 
 
-def test_a_seed_redirected_out_of_the_derived_scope_is_one_warning(
+class _Moved:
+    """A server on 127.0.0.1 answering every page with a 301 to ``target``."""
+
+    def __init__(self, target: Callable[[int], str]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path == "/robots.txt":
+                    self.send_error(404)
+                    return
+                self.send_response(301)
+                self.send_header("Location", target(self.server.server_address[1]))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.seed = f"http://127.0.0.1:{self._server.server_address[1]}/"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_a_seed_redirected_out_of_a_configured_scope_is_one_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """127.0.0.1 moves to localhost (as www.example.org to example.org): the scope of the
-    seeds' hosts refuses the target, and the operator reads why the crawl did nothing."""
-
-    class Moved(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            if self.path == "/robots.txt":
-                self.send_error(404)
-                return
-            self.send_response(301)
-            self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Moved)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    """127.0.0.1 moves to localhost (as www.example.org to example.org): a configured scope
+    is not widened, and the operator reads why the crawl did nothing."""
+    moved = _Moved(lambda port: f"http://localhost:{port}/")
     try:
-        seed = f"http://127.0.0.1:{server.server_address[1]}/"
-        config = _config(tmp_path, [seed])
+        config = _config(tmp_path, [moved.seed])
+        config.write_text(config.read_text().replace(
+            "scope: {allow_private_addresses: true}",
+            "scope: {allow_private_addresses: true, allowed_domains: ['127.0.0.1']}"))
         _init(config)
-        with caplog.at_level(logging.WARNING, logger="xyro.crawl.crawler"):
+        with caplog.at_level(logging.WARNING, logger="xyro.crawl.redirects"):
             run_crawl(_app(config), max_seconds=30)
     finally:
-        server.shutdown()
-        server.server_close()
-    moved = [r.getMessage() for r in caplog.records if "redirects to" in r.getMessage()]
-    assert len(moved) == 1 and seed in moved[0] and "xyro seed http://localhost:" in moved[0]
+        moved.close()
+    said = [r.getMessage() for r in caplog.records if "redirects to" in r.getMessage()]
+    assert len(said) == 1 and moved.seed in said[0] and "http://localhost:" in said[0]
+    assert "scope.allowed_domains" in said[0], said
+
+
+def test_where_a_seed_redirects_the_derived_scope_follows_across_a_restart(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    """The seed on 127.0.0.1 moved to 127.0.0.2 (as example.org to www.example.org): the
+    target's host joins the scope derived from the seeds, as a seed stored in the database,
+    so a crawl stopped before the new host's pages resumes them (a scope rebuilt from the
+    configuration alone would hold them back as refused). 127.0.0.3, linked from there,
+    stays out."""
+    seeded, target, later = hosts   # here: target links to nothing but /a.html
+    away = Host("127.0.0.2", links=(f"{later.url}/",))
+    moved = _Moved(lambda port: f"{away.url}/")
+    try:
+        config = _config(tmp_path, [moved.seed])
+        _init(config)
+        # The seed's 301 and the target's page, then a stop (the operator's restart).
+        first = run_crawl(_app(config), max_pages=2, max_seconds=60)
+        assert first.stop_reason == "page budget reached", first.stop_reason
+        assert away.pages() == ["/"]
+        second = run_crawl(_app(config), max_seconds=60)
+        assert second.stop_reason == "frontier exhausted", second.stop_reason
+    finally:
+        moved.close()
+        away.close()
+    assert sorted(away.pages()) == ["/", "/a.html"]
+    assert later.requests == [] and seeded.requests == [] and target.requests == []
+    with sqlite3.connect(tmp_path / "xyro.db") as conn:
+        assert conn.execute("SELECT url, redirected_from FROM seeds").fetchall() == [
+            (f"{away.url}/", moved.seed)]
+    status = _xyro(config, "status")
+    assert "seeds        0 added with `xyro seed`, 1 found where a seed redirected " \
+        "(table seeds)" in status.stdout, status.stdout
+
+
+def test_a_running_daemon_fetches_a_seed_s_redirect_target_once(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    """The daemon reads the seeds stored while it runs (`xyro seed`'s, queued even if
+    known); the one it stored itself for a seed's redirect is already queued, and is not
+    fetched a second time."""
+    _seeded, _target, later = hosts
+    away = Host("127.0.0.2", links=(f"{later.url}/",))
+    moved = _Moved(lambda port: f"{away.url}/")
+    config = _config(tmp_path, [moved.seed])
+    daemon = subprocess.Popen([*_command(config), "run"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: "/a.html" in away.pages(), 60, "the redirect target's pages")
+        time.sleep(2 * SEED_POLL_S)   # two looks at the seeds table
+        daemon.send_signal(signal.SIGTERM)
+        _out, err = daemon.communicate(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        moved.close()
+        away.close()
+    assert daemon.returncode == 0 and "Traceback" not in err, err
+    assert f"seed {moved.seed} redirects to {away.url}/: its host joins the scope" in err
+    assert sorted(away.pages()) == ["/", "/a.html"]
+    assert later.requests == []

@@ -146,8 +146,11 @@ def _frontier(r: Mapping[str, Any]) -> list[str]:
                           for p, name in PRIORITY_NAMES.items())
     rows = [("by priority", by_level)]
     if r.get("seeds_stored"):
-        rows.append(("seeds", f"{number(r['seeds_stored'])} added with `xyro seed` "
-                              "(table seeds)"))
+        found = int(r.get("seeds_found") or 0)
+        text = f"{number(r['seeds_stored'] - found)} added with `xyro seed`"
+        if found:
+            text += f", {number(found)} found where a seed redirected"
+        rows.append(("seeds", text + " (table seeds)"))
     return _section(f"frontier: {number(r.get('frontier_total', 0))} URL(s) queued "
                     "(persisted; priority 0 is served first)", rows)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from metadata import FetchRecord, PageType, XmlVersion
+from metadata import FetchRecord, FoundSeed, PageType, XmlVersion
 from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
 from xyro.clock import Clock
 from xyro.content.page import Child, PageOutcome, analyse
@@ -90,16 +90,6 @@ BUDGET_POLL_S = 0.25
 
 #: A URL's previous fetch (validators for conditional GET, access time and signature).
 Validators = PriorFetch
-
-
-def _warn_seed_moved(seed: str, submitted: Submitted) -> None:
-    """A seed whose redirect the scope refuses (often www. to the bare domain, which a
-    scope derived from the seeds does not hold) leaves the crawl with nothing: say so."""
-    for offer, refusal in submitted.refused:
-        if refusal.kind == "scope":
-            log.warning("seed %s redirects to %s, which the scope refuses (%s): add it as a "
-                        "seed (`xyro seed %s`) or set scope.allowed_domains", seed, offer.url,
-                        refusal.detail, offer.url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +170,8 @@ class Crawler:
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
         self._robots_failures = PrerequisiteRetries(settings.max_retries)
-        self._redirects = Redirects(settings.max_redirects, settings.max_url_length)
+        self._redirects = Redirects(settings.max_redirects, settings.max_url_length,
+                                    frontier.admission.scope)
         self._needs = None if loader is None else LoaderNeeds(
             loader, frontier, submit, clock, settings.max_url_length, self._resume_later,
             self._record)
@@ -544,11 +535,11 @@ class Crawler:
         if self._redirects.is_redirect(outcome):
             # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
             links = [(c.url, item.priority) for c in outcome.children]
+            self._seed_moved(item, links[0][0], now)
             submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
             queued = {o.url for o in submitted.queued}
-            self._redirects.not_queued([u for u, _ in links if u not in queued])
-            if item.depth == 0:
-                _warn_seed_moved(item.url, submitted)
+            self._redirects.not_queued([u for u, _ in links if u not in queued],
+                                       submitted.refused)
         else:
             links = [(c.url, DISCOVERY if c.likely_xml else BACKGROUND)
                      for c in outcome.children]
@@ -560,6 +551,15 @@ class Crawler:
                         result.not_modified, result.status, result.elapsed_s)
         if outcome.error_kind is not None and self._host_warnings is not None:
             self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
+
+    def _seed_moved(self, item: FrontierItem, target: str, now: float) -> None:
+        """A seed's redirect that leaves a scope derived from the seeds: the target is a
+        seed too, from now on and at every start (:mod:`xyro.crawl.redirects`)."""
+        seed = self._redirects.new_seed(target, item.depth + 1)
+        if seed is not None:
+            self.frontier.admission.add_seeds([target])
+            self._submit(FoundSeed(target, item.priority, now, seed))
+            log.info("seed %s redirects to %s: its host joins the scope", seed, target)
 
     def _change_date(self, url: str, result: FetchResult, outcome: PageOutcome,
                      prior: PriorFetch, fetched_at: float) -> float | None:

@@ -307,6 +307,9 @@ class Scope:
         # Empty allowed_domains: the seeds' hosts. Such a scope grows with the seeds and
         # never refuses a seed itself (see :meth:`check`).
         self.derived = not allowed
+        seeds = list(seeds)
+        # The seeds themselves: where one redirects, a derived scope follows.
+        self._seeds = frozenset(filter(None, map(canonicalize, seeds)))
         if self.derived:
             allowed = _seed_hosts(seeds)
         if max_depth is not None and max_depth < 0:
@@ -324,9 +327,15 @@ class Scope:
 
     def add_seeds(self, seeds: Iterable[str]) -> None:
         """Seeds added while running: their hosts join a scope derived from the seeds."""
+        seeds = list(seeds)
+        # New sets replace the old ones: readers on other threads see one or the other.
+        self._seeds = self._seeds.union(filter(None, map(canonicalize, seeds)))
         if self.derived:
-            # A new set replaces the old one: readers on other threads see one or the other.
             self._allowed = self._allowed.union(_seed_hosts(seeds))
+
+    def is_seed(self, url: str) -> bool:
+        """``url`` (canonical) is one of the seeds."""
+        return url in self._seeds
 
     def check(self, url: str, depth: int, seed: bool = False) -> str | None:
         """None if ``url`` (canonical) at link ``depth`` is in scope, else the reason why not.

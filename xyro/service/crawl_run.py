@@ -93,17 +93,21 @@ def queue_seeds(frontier: Frontier, seeds: Iterable[str], priority: int = SEED_P
 def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int = 0,
                        source: Source = Source.SEED) -> tuple[int, int]:
     """Queue the seeds stored with an id above ``after_id`` (their hosts join a scope derived
-    from the seeds; ``source``: :func:`queue_seeds`). Returns (URLs queued, the last id
-    read)."""
+    from the seeds; ``source``: :func:`queue_seeds`, and with ``Source.OPERATOR``, while a
+    crawl runs, the seeds it found itself are not queued again). Returns (URLs queued, the
+    last id read)."""
     rows = store.seeds(after_id)
     if not rows:
         return 0, after_id
     frontier.admission.add_seeds([r.url for r in rows])
+    last_id = rows[-1].id
+    if source is not Source.SEED:  # those a running crawl found (a seed's redirect) it queued
+        rows = [r for r in rows if r.redirected_from is None]
     queued = 0
     for priority, group in groupby(sorted(rows, key=lambda r: r.priority),
                                    key=lambda r: r.priority):
         queued += queue_seeds(frontier, [r.url for r in group], priority, source)
-    return queued, rows[-1].id
+    return queued, last_id
 
 
 def warn_unbounded(frontier: Frontier) -> None:
