@@ -56,26 +56,30 @@ class PageEstimator:
         self._s = settings
 
     def history(self, rows: list[tuple[float, int, float | None]]) -> AccessHistory:
-        """Observation rows → a history in units; repeated access times are merged and an
-        unchanged access without Last-Modified keeps the previous date (a 304 often omits
-        it)."""
+        """Observation rows (by access time) → a history in units; repeated access times
+        are merged, a change seen at one counting in the interval that ends there (after
+        the first access, which ends none: the next one), and an unchanged access without
+        Last-Modified keeps the previous date (a 304 often omits it)."""
         unit = self._s.time_unit_s
         times: list[float] = []
         changed: list[bool] = []
         dates: list[float] = []
         last_s = -math.inf
+        carried = False  # a change seen again at the first access time
         for access, ch, lm in rows:
             if access <= last_s:
                 if ch and changed:
                     changed[-1] = True
+                carried = carried or (bool(ch) and not changed)
                 continue
             last_s = access
-            if lm is None and not ch and dates:
+            if lm is None and not (ch or carried) and dates:
                 date = dates[-1]
             else:
                 date = math.nan if lm is None else lm / unit
             if times:
-                changed.append(bool(ch))
+                changed.append(bool(ch) or carried)
+                carried = False
             times.append(access / unit)
             dates.append(date)
         return AccessHistory(times, changed, dates)
