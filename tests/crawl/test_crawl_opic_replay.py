@@ -17,7 +17,7 @@ from xyro.app import App, build_opic
 from xyro.clock import ManualClock
 from xyro.config_load import load_config
 from xyro.content.html_links import likely_xml
-from xyro.crawl.crawler import ORIGIN_UNREACHABLE
+from xyro.crawl.robots_answers import ORIGIN_UNREACHABLE
 from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpoints
 
 T0 = 1_000.0

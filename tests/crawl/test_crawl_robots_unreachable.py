@@ -21,7 +21,7 @@ import pytest
 from xyro.app import App
 from xyro.clock import AcceleratedClock, Clock, WallClock
 from xyro.config_load import load_config
-from xyro.crawl.crawler import ORIGIN_UNREACHABLE
+from xyro.crawl.robots_answers import ORIGIN_UNREACHABLE
 from xyro.records import FetchResult
 from xyro.service.crawl_run import run_crawl
 

@@ -10,7 +10,8 @@ hands the writer ONE :class:`FetchRecord` per page, whose transaction also moves
 persisted frontier. A crash therefore loses at most the last unflushed batch, and a restart
 re-queues exactly what was not done.
 
-Policies live in their own modules: 429/503 retries (:mod:`xyro.crawl.retry_policy`), redirects
+Policies live in their own modules: robots.txt answers and the origins given up on
+(:mod:`xyro.crawl.robots_answers`), 429/503 retries (:mod:`xyro.crawl.retry_policy`), redirects
 followed through the frontier (:mod:`xyro.crawl.redirects`), documents waiting for their DTDs
 (:mod:`xyro.crawl.loader_needs`, one more producer of the frontier), sitemaps and feeds
 (:mod:`xyro.crawl.publishing`: recognised and parsed in the worker, their pages and dates handed
@@ -43,6 +44,7 @@ from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
 from xyro.crawl.redirects import Redirects
 from xyro.crawl.retry_policy import PrerequisiteRetries, RetryPolicy
+from xyro.crawl.robots_answers import RobotsAnswers
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.stats import CrawlStats
 from xyro.loader.document import LoadError
@@ -56,23 +58,6 @@ if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.bu
     from xyro.crawl.unit_budget import UnitBudget
 
 log = logging.getLogger("xyro.crawl.crawler")
-
-#: robots.txt fetch failures that mean the host cannot be reached at all, or that its answer
-#: cannot be read (a body its Content-Encoding does not decode is no robots.txt either).
-UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
-                         ErrorKind.DNS, ErrorKind.ADDRESS, ErrorKind.ENCODING})
-
-#: The detail of the records of URLs drained, unfetched, with an origin whose robots.txt could
-#: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
-ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
-
-#: URLs of an origin given up on that are recorded per dispatcher round: a stop is seen
-#: between two batches, and the other hosts' results are not held up for long.
-DRAIN_BATCH = 1000
-
-#: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
-#: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
-ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
 
 #: Page fetch failures that back the host off (the host looks overloaded or unreachable).
 #: Verdicts on the page itself (its Content-Type, size, encoding, a parse error, a 404) say
@@ -169,7 +154,9 @@ class Crawler:
         self._stop = threading.Event()
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
-        self._robots_failures = PrerequisiteRetries(settings.max_retries)
+        self._robots = RobotsAnswers(frontier, self.publication, self.stats, host_warnings,
+                                     PrerequisiteRetries(settings.max_retries),
+                                     self._unfetched, self._wake)
         self._redirects = Redirects(settings.max_redirects, settings.max_url_length,
                                     frontier.admission.scope)
         self._needs = None if loader is None else LoaderNeeds(
@@ -418,7 +405,7 @@ class Crawler:
     def _drain(self) -> None:
         # Before this round's results: a give-up they bring is recorded from the next round
         # on, once the run loop has looked for a stop request in between.
-        self._drain_given_up()
+        self._robots.drain_given_up(self._stop)
         while True:
             try:
                 done = self._done.get_nowait()
@@ -439,52 +426,7 @@ class Crawler:
             # would record them as errors and drop them from the frontier).
             self.frontier.done(item, now=now, started_at=result.started_at)
             return
-        status = result.status if result.error_kind in ROBOTS_ANSWERS else None
-        self.frontier.robots.store(item.origin, status, result.body, now)
-        if status is not None and status < 300:
-            self.publication.offer_robots(self.frontier, item.origin)
-        # A robots.txt 404 is an answer (allow all), not a failure to back off from.
-        failed = status is None or status >= 500 or status == 429
-        self.frontier.done(item, result.retry_after_s, error=failed, now=now,
-                           started_at=result.started_at)
-        self.stats.robots_fetch()
-        if result.error_kind in UNREACHABLE:
-            self._robots_unreachable(item, result, now)
-        else:  # an answer, even a 5xx: the host is there
-            self._robots_failures.answered(item.origin)
-
-    def _robots_unreachable(self, item: FrontierItem, result: FetchResult, now: float) -> None:
-        """robots.txt of ``item.origin`` could not be fetched: its URLs stay queued (the
-        host is disallowed for a while and backed off, robots.txt asked for again after),
-        until repeated failures over hours give up on them (:class:`PrerequisiteRetries`)."""
-        assert result.error_kind is not None
-        retry_s = self.frontier.robots.unreachable_retry_s
-        reason = ORIGIN_UNREACHABLE.format(item.origin) + f" ({result.error_detail})"
-        failures = self._robots_failures
-        if failures.failed(item.origin, item.host, result.error_kind, reason, now, retry_s):
-            self._wake.set()  # its URLs are recorded from the next round on (_drain)
-        elif self._host_warnings is not None:
-            self._host_warnings.error(item.url, result.error_kind.value, (
-                f"{reason}, attempt {failures.attempts(item.origin)}; its queued URLs wait "
-                f"and it is tried again in {retry_s:g} s or more"))
-
-    def _drain_given_up(self) -> None:
-        """Record a batch of the queued URLs of the origins given up on as ERROR pages;
-        none once the crawl is stopping (they stay queued, in memory and in the store)."""
-        budget, draining = DRAIN_BATCH, self._robots_failures.draining
-        if not draining:  # every dispatcher round: nothing to allocate in the common case
-            return
-        for origin, (host, kind, detail) in list(draining.items()):
-            if self._stop.is_set() or budget <= 0:
-                return
-            batch = self.frontier.drain_origin(origin, host, budget)
-            for queued in batch:
-                self._unfetched(queued, kind, detail)
-            budget -= len(batch)
-            if budget > 0:  # fewer than asked for: nothing of that origin is left
-                del draining[origin]
-        if draining:
-            self._wake.set()  # more to record: the run loop must not sleep on it
+        self._robots.done(item, result, now)
 
     def _page_done(self, done: _Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome

@@ -18,7 +18,7 @@ ties by id), each with the child list the store holds. A page is replayed when
 A record that was no fetch is no visit and is never replayed: a URL robots.txt forbids, or
 one drained unfetched when its origin's robots.txt could not be fetched (the crawler's
 ``_unfetched``: an errors row of kind ``robots``, or with the detail
-:data:`xyro.crawl.crawler.ORIGIN_UNREACHABLE`, at the page's ``last_access``).
+:data:`xyro.crawl.robots_answers.ORIGIN_UNREACHABLE`, at the page's ``last_access``).
 
 What is exact: a page read once since the checkpoint, or fetched once and failed (no
 children, all its cash to V), replays to the visit the crawl made, to rounding, when the
@@ -58,7 +58,7 @@ import numpy as np
 from metadata.crawl_queries import (FetchedPage, child_lists, fetch_summary, fetched_pages,
                                     unfetched_records, urls_by_id)
 from xyro.content.html_links import likely_xml
-from xyro.crawl.crawler import ORIGIN_UNREACHABLE
+from xyro.crawl.robots_answers import ORIGIN_UNREACHABLE
 from xyro.crawl.opic_online import OnlineOpic
 from xyro.records import ErrorKind
 

@@ -1,0 +1,109 @@
+"""What the dispatcher does with a robots.txt fetch (DESIGN.md §7; RFC 9309 §2.3.1).
+
+The answer is stored in the robots cache (a 2xx is read, a 4xx allows all, a 5xx or no
+answer disallows for a while), a 2xx's Sitemap lines are offered as publication sources, and
+the host's politeness slot is released, backed off on a failure. When the host cannot be
+reached at all (or its answer cannot be read), its queued URLs wait while robots.txt is
+retried, and are recorded as errors only after repeated failures over hours
+(:class:`~xyro.crawl.retry_policy.PrerequisiteRetries`, as Heritrix retries a failed
+prerequisite before failing the URIs that wait on it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from xyro.crawl.activity import HostWarnings
+from xyro.crawl.frontier import Frontier
+from xyro.crawl.frontier_queues import FrontierItem
+from xyro.crawl.publishing import PublicationChannel
+from xyro.crawl.retry_policy import PrerequisiteRetries
+from xyro.crawl.stats import CrawlStats
+from xyro.records import ErrorKind, FetchResult
+
+#: robots.txt fetch failures that mean the host cannot be reached at all, or that its answer
+#: cannot be read (a body its Content-Encoding does not decode is no robots.txt either).
+UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCATED,
+                         ErrorKind.DNS, ErrorKind.ADDRESS, ErrorKind.ENCODING})
+
+#: The detail of the records of URLs drained, unfetched, with an origin whose robots.txt could
+#: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
+ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
+
+#: URLs of an origin given up on that are recorded per dispatcher round: a stop is seen
+#: between two batches, and the other hosts' results are not held up for long.
+DRAIN_BATCH = 1000
+
+#: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
+#: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
+ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
+
+
+#: Records a queued URL that ends without a fetch: (item, error kind, detail).
+Unfetched = Callable[[FrontierItem, ErrorKind, str], None]
+
+
+class RobotsAnswers:
+    """robots.txt outcomes, and the origins given up on (dispatcher thread only).
+    ``unfetched`` records a URL of such an origin; ``wake`` wakes the dispatcher's loop."""
+
+    def __init__(self, frontier: Frontier, publication: PublicationChannel, stats: CrawlStats,
+                 host_warnings: HostWarnings | None, failures: PrerequisiteRetries,
+                 unfetched: Unfetched, wake: threading.Event) -> None:
+        self.frontier = frontier
+        self._publication = publication
+        self._stats = stats
+        self._host_warnings = host_warnings
+        self._failures = failures
+        self._unfetched = unfetched
+        self._wake = wake
+
+    def done(self, item: FrontierItem, result: FetchResult, now: float) -> None:
+        """The fetch of ``item`` (an origin's robots.txt) ended with ``result``."""
+        status = result.status if result.error_kind in ROBOTS_ANSWERS else None
+        self.frontier.robots.store(item.origin, status, result.body, now)
+        if status is not None and status < 300:
+            self._publication.offer_robots(self.frontier, item.origin)
+        # A robots.txt 404 is an answer (allow all), not a failure to back off from.
+        failed = status is None or status >= 500 or status == 429
+        self.frontier.done(item, result.retry_after_s, error=failed, now=now,
+                           started_at=result.started_at)
+        self._stats.robots_fetch()
+        if result.error_kind in UNREACHABLE:
+            self._unreachable(item, result, now)
+        else:  # an answer, even a 5xx: the host is there
+            self._failures.answered(item.origin)
+
+    def _unreachable(self, item: FrontierItem, result: FetchResult, now: float) -> None:
+        """robots.txt of ``item.origin`` could not be fetched: its URLs stay queued (the
+        host is disallowed for a while and backed off, robots.txt asked for again after),
+        until repeated failures over hours give up on them."""
+        assert result.error_kind is not None
+        retry_s = self.frontier.robots.unreachable_retry_s
+        reason = ORIGIN_UNREACHABLE.format(item.origin) + f" ({result.error_detail})"
+        failures = self._failures
+        if failures.failed(item.origin, item.host, result.error_kind, reason, now, retry_s):
+            self._wake.set()  # its URLs are recorded from the next round on (drain_given_up)
+        elif self._host_warnings is not None:
+            self._host_warnings.error(item.url, result.error_kind.value, (
+                f"{reason}, attempt {failures.attempts(item.origin)}; its queued URLs wait "
+                f"and it is tried again in {retry_s:g} s or more"))
+
+    def drain_given_up(self, stop: threading.Event) -> None:
+        """Record a batch of the queued URLs of the origins given up on as ERROR pages;
+        none once ``stop`` is set (they stay queued, in memory and in the store)."""
+        budget, draining = DRAIN_BATCH, self._failures.draining
+        if not draining:  # every dispatcher round: nothing to allocate in the common case
+            return
+        for origin, (host, kind, detail) in list(draining.items()):
+            if stop.is_set() or budget <= 0:
+                return
+            batch = self.frontier.drain_origin(origin, host, budget)
+            for queued in batch:
+                self._unfetched(queued, kind, detail)
+            budget -= len(batch)
+            if budget > 0:  # fewer than asked for: nothing of that origin is left
+                del draining[origin]
+        if draining:
+            self._wake.set()  # more to record: the run loop must not sleep on it
