@@ -25,6 +25,24 @@ Disallow: /
 """
 
 
+@pytest.mark.parametrize("line, ours", [
+    ("User-agent: Xy", False),             # a prefix of the token names another crawler
+    ("User-agent: xyrob", False),
+    ("User-agent: XyroBot-News", False),   # a longer token too
+    ("User-agent: XyroBot/2.1", True),     # a version after the token still names us
+    ("User-agent: XYROBOT  # us", True),
+    ("User-agent: MyXyroBot", False),
+])
+def test_a_group_applies_to_the_whole_product_token_only(clock: ManualClock, line: str,
+                                                         ours: bool) -> None:
+    # RFC 9309 §2.2.1: the product token is matched case-insensitively, as a whole (as
+    # Google's parser reads it: the name before any "/version").
+    robots = RobotsCache("XyroBot", clock)
+    robots.store(O, 200, f"{line}\nDisallow: /\n\nUser-agent: *\nAllow: /\n".encode(),
+                 clock.now())
+    assert robots.allowed(O + "/page") is not ours, line
+
+
 def test_unknown_origin_needs_fetch_and_nothing_is_allowed(robots: RobotsCache) -> None:
     assert robots.state(O).kind == "needs_fetch"
     assert robots.verdict(O + "/a") == "unknown"

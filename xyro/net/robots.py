@@ -18,7 +18,7 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
   asks us to back off.)
 
 Entries expire ``ttl_s`` (≤ 24 h, §2.4) after the fetch. The product token is matched case
-insensitively (protego lowercases both sides). Crawl-delay (or Request-rate, as seconds per
+insensitively and as a whole (§2.2.1; :func:`_own_groups`). Crawl-delay (or Request-rate, as seconds per
 request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
 days. /robots.txt itself is always allowed. A URL with a query must be allowed with each of
 its parameters first (:func:`query_orders`): a rule like ``Disallow: /?s=`` was written for
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -96,6 +97,29 @@ def query_orders(url: str, limit: int = MAX_QUERY_ORDERS) -> list[str]:
         moved = [params[i], *params[:i], *params[i + 1:]]
         orders.append(f"{head}?{'&'.join(moved)}{hash_}{fragment}")
     return orders
+
+
+_USER_AGENT_LINE = re.compile(r"^([ \t]*user-agent[ \t]*:[ \t]*)([^#\r\n]*)", re.I | re.M)
+_PRODUCT_TOKEN = re.compile(r"[^\s/]+")  # the name, up to any "/version"
+_ANOTHER_CRAWLER = "~another~"  # a User-agent no product token can contain
+
+
+def _own_groups(text: str, token: str) -> str:
+    """``text`` with each User-agent line that names this crawler naming it by ``token``
+    alone, and each that names another made one no token matches. RFC 9309 §2.2.1 matches
+    the product token case-insensitively and as a whole, read as Google's parser reads it
+    (the name before any "/version"); protego alone lets ``Xy`` name ``XyroBot`` and misses
+    ``XyroBot/2.1``."""
+    own = token.lower()
+
+    def rewrite(line: re.Match[str]) -> str:
+        value = line.group(2).strip()
+        if value == "*":
+            return line.group(0)
+        name = _PRODUCT_TOKEN.match(value)
+        named = name is not None and name.group(0).lower() == own
+        return line.group(1) + (token if named else _ANOTHER_CRAWLER)
+    return _USER_AGENT_LINE.sub(rewrite, text)
 
 
 class RobotsCache:
@@ -228,7 +252,7 @@ class RobotsCache:
             body = body[: cut + 1 if cut >= 0 else self.max_body_bytes]
         text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
         try:
-            rules = Protego.parse(text)
+            rules = Protego.parse(_own_groups(text, self.token))
             delay = self._delay(rules)
             sitemaps = [u for s in rules.sitemaps if (u := canonicalize(s, base=robots_url(origin)))]
         except Exception as exc:  # noqa: BLE001 — a hostile robots.txt must never crash the crawl
