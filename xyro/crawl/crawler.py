@@ -453,8 +453,7 @@ class Crawler:
         if done.publication is not None:
             # Read when its body was complete: a date stamped by the server while answering
             # is no later than that (the fetch start would make it look like the future).
-            self.publication.read(self.frontier, item.url, item.depth, done.publication,
-                                  result.finished_at or now)
+            self._read_publication(item, done.publication, result.finished_at or now)
 
     def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
                 now: float, version: XmlVersion | None = None,
@@ -516,6 +515,15 @@ class Crawler:
         return self.publication.change_date(url, prior.last_access, fetched_at, changed,
                                             result.last_modified)
 
+    def _read_publication(self, item: FrontierItem, publication: Publication,
+                          read_at: float) -> None:
+        """The sitemap or feed ``item`` was read: its pages and sitemaps go to the
+        frontier, and the new ones count as discovered."""
+        for submitted in self.publication.read(self.frontier, item.url, item.depth,
+                                               publication, read_at):
+            if submitted is not None:
+                self._count(submitted)
+
     def _count(self, submitted: Submitted) -> None:
         if submitted.new:
             self.stats.discovered += submitted.new
@@ -570,8 +578,7 @@ class Crawler:
             outcome = done.publication.noted(outcome)
         self._needs.resumed(done.resumed, done.needs, outcome, done.version, now)
         if done.publication is not None:
-            self.publication.read(self.frontier, done.item.url, done.item.depth,
-                                  done.publication, done.result.finished_at or now)
+            self._read_publication(done.item, done.publication, done.result.finished_at or now)
 
     def _expire_pending(self) -> None:
         if self._needs is not None:
