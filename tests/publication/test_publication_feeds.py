@@ -122,7 +122,7 @@ def test_atom_links_rel_and_nested_xml_base() -> None:
     assert parsed.entries == (
         FeedEntry("http://example.org/blog/2003/posts/12/13/atom03",
                   timegm((2003, 12, 13, 17, 30, 2)) + 0.25),
-        FeedEntry("http://example.org/other/page?b=2&a=1", timegm((2003, 12, 1, 10, 0, 0))),
+        FeedEntry("http://example.org/other/page?a=1&b=2", timegm((2003, 12, 1, 10, 0, 0))),
         FeedEntry("https://mirror.example.net/x/y", timegm((2003, 12, 13, 18, 30, 2))))
     joined = "\n".join(parsed.errors)
     assert "has no usable link" in joined and "'file:///etc/passwd' is not an http(s) URL" in joined

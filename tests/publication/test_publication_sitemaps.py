@@ -41,7 +41,7 @@ def test_urlset_fields_are_read() -> None:
     assert parsed.entries == (
         SitemapEntry("http://example.com/catalog/a.html", timegm((2005, 1, 1, 0, 0, 0)),
                      "monthly", 0.8),
-        SitemapEntry("http://example.com/catalog/b?y=2&x=1",
+        SitemapEntry("http://example.com/catalog/b?x=1&y=2",
                      timegm((2004, 12, 23, 17, 0, 15)), None, None),
         SitemapEntry("http://example.com/catalog/c"))
 
@@ -140,7 +140,7 @@ def test_text_sitemap() -> None:
     parsed = parse_sitemap(body, "http://example.com/catalog/sitemap.txt")
     assert parsed.kind == "urlset"
     assert [e.url for e in parsed.entries] == ["http://example.com/catalog/one",
-                                               "http://example.com/catalog/two?b=1&a=2"]
+                                               "http://example.com/catalog/two?a=2&b=1"]
     assert all(e.lastmod is None for e in parsed.entries)
     joined = "\n".join(parsed.errors)
     assert "line 5: 'catalog/relative' is not an absolute http(s) URL" in joined

@@ -21,9 +21,8 @@ Entries expire ``ttl_s`` (≤ 24 h, §2.4) after the fetch. The product token is
 insensitively and as a whole (§2.2.1; :func:`_own_groups`). Crawl-delay (or Request-rate, as seconds per
 request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
 days. /robots.txt itself is always allowed. A URL with a query must be allowed with each of
-its parameters first (:func:`query_orders`): a rule like ``Disallow: /?s=`` was written for
-the order the site's links use, and a URL may reach the crawl in another (a store written
-when canonical URLs had their parameters sorted holds them so, another site may link so).
+its parameters first (:func:`query_orders`): canonical URLs have their parameters sorted,
+and a rule like ``Disallow: /?s=`` was written for the order the site's links use.
 Thread-safe (one lock): fetch workers may check redirect hops with :meth:`verdict`.
 """
 
@@ -81,11 +80,10 @@ class _Entry:
 def query_orders(url: str, limit: int = MAX_QUERY_ORDERS) -> list[str]:
     """``url``, and ``url`` with each of its first ``limit`` query parameters moved first.
 
-    A site writes its rules for the links it makes: ``Disallow: /?s=`` is meant for
-    ``/?s=shoes&post_type=x``, which may reach the crawl as ``/?post_type=x&s=shoes`` (a
-    store written when canonical URLs had sorted parameters holds it so). A URL is fetched
-    only if every order is allowed, so a rule on any one parameter holds whatever order the
-    URL has: stricter than RFC 9309's prefix match, never laxer.
+    Canonical URLs have their query parameters sorted (w3lib), but a site writes its rules
+    for the links it makes: ``Disallow: /?s=`` is meant for ``/?s=shoes&post_type=x``, which
+    the crawl holds as ``/?post_type=x&s=shoes``. A URL is fetched only if every order is
+    allowed, so a rule on any one parameter holds whatever order the page wrote.
     """
     head, sep, query = url.partition("?")
     if not sep:

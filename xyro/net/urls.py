@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urljoin
 
-from w3lib.url import canonicalize_url, safe_url_string
+from w3lib.url import canonicalize_url
 
 from xyro.clock import Clock, unit_index
 
@@ -28,8 +28,6 @@ _HOSTNAME = re.compile(rf"^(?:{_LABEL}\.)*{_LABEL}$")
 # first, or w3lib decodes "%%41" to "%A" + the next character: a new escape, another resource.
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)(.*)$", re.S)
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def _valid_hostname(host: str) -> bool:
@@ -75,17 +73,15 @@ def _split_netloc(netloc: str) -> tuple[str, int | None]:
 def canonicalize(url: str, base: str | None = None, max_length: int = MAX_URL_LENGTH) -> str | None:
     """The canonical form of ``url`` (resolved against ``base``), or None if not crawlable.
 
-    The canonical form is also the URL fetched, so it only makes changes that cannot make
-    it name another resource (RFC 3986 §6.2.2): w3lib's ``canonicalize_url`` normalizes the
-    path's percent-encoding (UTF-8), resolves dot segments and IDNA-encodes the host; the
-    scheme and host are lowercased, a trailing dot on the host and the default port are
-    dropped, user:password@ is removed (a crawler does not replay credentials found in
-    links) and the fragment too. The query keeps its order and spelling (``?wsdl`` is not
-    ``?wsdl=`` to every server, nor ``?b=1&a=2`` ``?a=2&b=1``), as Heritrix and Nutch keep
-    it: only what may not appear in a query is percent-encoded, as a browser sends it, and
-    escapes of unreserved characters are decoded. None for anything that is not http(s),
-    has no valid host, does not parse, or is longer than ``max_length`` characters after
-    canonicalization.
+    The canonical form is also the URL fetched. w3lib's ``canonicalize_url`` sorts the
+    query (two links naming the same parameters in another order, as faceted navigation
+    writes them, are one URL and one fetch), normalizes percent-encoding (UTF-8), resolves
+    dot segments, drops the fragment and IDNA-encodes the host; a query parameter written
+    without "=" keeps that spelling (``?wsdl``, not w3lib's ``?wsdl=``); the scheme and host
+    are lowercased, a trailing dot on the host and the default port are dropped, and
+    user:password@ is removed (a crawler does not replay credentials found in links). None
+    for anything that is not http(s), has no valid host, does not parse, or is longer than
+    ``max_length`` characters after canonicalization.
     """
     if not isinstance(url, str):
         return None
@@ -158,35 +154,35 @@ def _canonicalize_w3lib(url: str, max_length: int) -> str | None:
         scheme = url.partition(":")[0].lower()
         if scheme not in DEFAULT_PORTS:
             return None
-        url = _STRAY_PERCENT.sub("%25", url).partition("#")[0]
-        head, _, query = url.partition("?")
-        match = _AUTHORITY.match(canonicalize_url(head))
+        url = _STRAY_PERCENT.sub("%25", url)
+        match = _AUTHORITY.match(canonicalize_url(url))
         if match is None:
             return None
         host, port = _split_netloc(match.group(2))
-        query = _normalize_query(query) if query else ""
+        rest = _bare_parameters(url, match.group(3))
     except (ValueError, UnicodeError):
         return None
     if not _valid_hostname(host) or port == 0:
         return None
-    rest = match.group(3)
     if not rest.startswith("/"):
         rest = "/" + rest
-    out = f"{scheme}://{_netloc(host, port, scheme)}{rest}" + (f"?{query}" if query else "")
+    out = f"{scheme}://{_netloc(host, port, scheme)}{rest}"
     return out if len(out) <= max_length else None
 
 
-def _normalize_query(query: str) -> str:
-    """``query`` in its order and spelling, with what may not appear in a URL query
-    percent-encoded (UTF-8, w3lib's ``safe_url_string``, after the URL Standard), escapes in
-    upper case and those of unreserved characters decoded (RFC 3986 §6.2.2.1-2)."""
-    safe = safe_url_string("http://h/?" + query).partition("?")[2]
-    return _ESCAPE.sub(_normal_escape, safe)
-
-
-def _normal_escape(match: re.Match[str]) -> str:
-    char = chr(int(match.group(1), 16))
-    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+def _bare_parameters(url: str, rest: str) -> str:
+    """``rest`` (w3lib's canonical path and query of ``url``) with the query parameters
+    that ``url`` wrote without "=" written so again: w3lib turns ``?wsdl`` into ``?wsdl=``,
+    which a JAX-WS endpoint does not answer with its WSDL."""
+    query = url.partition("#")[0].partition("?")[2]
+    bare = [piece for piece in query.split("&") if piece and "=" not in piece]
+    if not bare:
+        return rest
+    # Each name as w3lib writes it in the canonical query (percent-encoding normalized).
+    names = {canonicalize_url("http://h/?" + piece).partition("?")[2] for piece in bare}
+    path, _, canonical = rest.partition("?")
+    pieces = [piece[:-1] if piece in names else piece for piece in canonical.split("&")]
+    return f"{path}?{'&'.join(pieces)}"
 
 
 def _split_authority(url: str) -> tuple[str, str, int | None]:
