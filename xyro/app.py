@@ -36,7 +36,7 @@ from xyro.loader.stage import LoaderStage
 from xyro.net.dns import Resolver
 from xyro.net.fetcher import Fetcher, FetchLimits, user_agent
 from xyro.net.robots import RobotsCache
-from xyro.net.urls import Scope, TrapGuard
+from xyro.net.urls import Scope, ScopeSeeds, TrapGuard
 from xyro.publication.published import PublishedDates
 from xyro.publication.trust import PublishedDateTrusts
 
@@ -288,23 +288,26 @@ def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalo
     return catalogs
 
 
-def scope_seeds(app: App, store: MetadataStore) -> tuple[str, ...]:
+def scope_seeds(app: App, store: MetadataStore) -> ScopeSeeds:
     """The URLs whose hosts a scope derived from the seeds allows (empty
     ``scope.allowed_domains``, DESIGN.md §2): the configured seeds and sitemaps and the seeds
-    added with ``xyro seed`` (:mod:`metadata.seeds`)."""
+    added with ``xyro seed``, and those found where a seed redirected (:mod:`metadata.seeds`)."""
     cfg = app.config
-    return (*cfg.seeds, *cfg.sitemaps, *(s.url for s in store.seeds()))
+    stored = store.seeds()
+    return ScopeSeeds((*cfg.seeds, *cfg.sitemaps,
+                       *(s.url for s in stored if s.redirected_from is None)),
+                      tuple(s.url for s in stored if s.redirected_from is not None))
 
 
-def build_admission(app: App, seeds: tuple[str, ...]) -> Admission:
+def build_admission(app: App, seeds: ScopeSeeds) -> Admission:
     """The one admission of every producer of the frontier, from the config and ``seeds``
     (:func:`scope_seeds`) (DESIGN.md §2); also used with no crawler running (``xyro seed``,
     ``xyro plan --run``)."""
     cfg = app.config
     scope, traps = cfg.scope, cfg.crawler.traps
     return Admission(
-        Scope(seeds, scope.allowed_domains, scope.denied_domains, scope.allow_patterns,
-              scope.deny_patterns, scope.max_depth),
+        Scope(seeds.urls, scope.allowed_domains, scope.denied_domains, scope.allow_patterns,
+              scope.deny_patterns, scope.max_depth, seeds.found),
         TrapGuard(app.clock, max_url_length=cfg.crawler.limits.max_url_length,
                   max_repeated_segments=traps.max_repeated_segments,
                   max_query_params=traps.max_query_params,

@@ -311,6 +311,57 @@ def test_a_running_daemon_fetches_a_seed_s_redirect_target_once(
         moved.close()
         away.close()
     assert daemon.returncode == 0 and "Traceback" not in err, err
-    assert f"seed {moved.seed} redirects to {away.url}/: its host joins the scope" in err
+    assert f"seed {moved.seed} redirects to {away.url}/: that host joins the scope" in err
     assert sorted(away.pages()) == ["/", "/a.html"]
     assert later.requests == []
+
+
+def test_a_seed_s_redirect_target_refused_before_is_fetched_once_the_seed_moves(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    """127.0.0.2/ was linked, and refused, before a new seed redirected to it: the scope
+    that now holds its host queues it again (a known URL is otherwise skipped for good)."""
+    seeded, outside, _later = hosts
+    moved = _Moved(lambda port: f"{outside.url}/")
+    try:
+        _init(_config(tmp_path, [f"{seeded.url}/"]))
+        run_crawl(_app(_config(tmp_path, [f"{seeded.url}/"])), max_seconds=60)
+        assert outside.requests == []   # refused: out of the seeds' hosts
+        summary = run_crawl(_app(_config(tmp_path, [f"{seeded.url}/", moved.seed])),
+                            max_seconds=60)
+    finally:
+        moved.close()
+    assert summary.stop_reason == "frontier exhausted", summary.stop_reason
+    assert sorted(outside.pages()) == ["/", "/a.html"]
+
+
+def test_a_seed_redirected_to_a_url_the_admission_refuses_widens_nothing(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    _seeded, outside, _later = hosts
+    moved = _Moved(lambda port: f"{outside.url}/report.pdf")   # crawler.skip_suffixes
+    try:
+        config = _config(tmp_path, [moved.seed])
+        _init(config)
+        run_crawl(_app(config), max_seconds=60)
+    finally:
+        moved.close()
+    assert outside.requests == []
+    with sqlite3.connect(tmp_path / "xyro.db") as conn:
+        assert conn.execute("SELECT count(*) FROM seeds").fetchone() == (0,)
+
+
+def test_a_redirect_keeps_the_depth_of_the_url_it_replaces(
+        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+    """With scope.max_depth 0 a seed's own redirect (http to https, to www.) is still the
+    seed: a redirect is no link."""
+    _seeded, outside, _later = hosts
+    moved = _Moved(lambda port: f"{outside.url}/")
+    try:
+        config = _config(tmp_path, [moved.seed])
+        config.write_text(config.read_text().replace(
+            "scope: {allow_private_addresses: true}",
+            "scope: {allow_private_addresses: true, max_depth: 0}"))
+        _init(config)
+        run_crawl(_app(config), max_seconds=60)
+    finally:
+        moved.close()
+    assert outside.pages() == ["/"]   # the target, at depth 0; its links are at depth 1

@@ -26,6 +26,7 @@ from xyro.config import XyroConfig
 from xyro.config_load import load_config
 from xyro.jobs.global_round import STATE_KEY, RoundState
 from xyro.jobs.global_stored import config_scope, stored_domain
+from xyro.net.urls import ScopeSeeds
 from xyro.service.daemon import Daemon
 from xyro.service.demo import audit, demo_config
 from xyro.service.sdnotify import Notifier
@@ -127,7 +128,7 @@ def _replayed(db: Path, cfg: XyroConfig, budget: int) -> set[str]:
     fetch (out of scope, and fetched or still fetchable): what the daemon should have
     fetched, if its rounds are the paper's loop."""
     with MetadataStore.open(db) as store:
-        stored = stored_domain(store, config_scope(cfg, (*cfg.seeds, *cfg.sitemaps)))
+        stored = stored_domain(store, config_scope(cfg, ScopeSeeds((*cfg.seeds, *cfg.sitemaps))))
     may = ~stored.in_scope & stored.fetchable
     may[stored.outside] = True
     score = SELECTORS["sc_learned"]

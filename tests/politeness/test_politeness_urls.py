@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -190,6 +193,46 @@ def test_scope_seeds_hosts_and_subdomains() -> None:
     assert "outside the allowed domains" in scope.check("http://example.com/", 1)
     assert "outside the allowed domains" in scope.check("http://badexample.com/", 1)
     assert "outside the allowed domains" in scope.check("http://www.example.com.evil.org/", 1)
+
+
+def test_a_found_seed_adds_its_host_exactly() -> None:
+    # Where a seed redirected (a remote server's choice): that host, never its subdomains,
+    # so a redirect to a bare suffix or a platform does not open every site under it.
+    scope = Scope(seeds=["http://old.example/"], found=["http://com/", "http://new.example/"])
+    assert scope.check("http://com/x", 1) is None
+    assert "outside the allowed domains" in scope.check("http://shop.com/", 1)
+    assert scope.check("http://new.example/a", 1) is None
+    assert "outside the allowed domains" in scope.check("http://blog.new.example/", 1)
+    scope.add_found(["http://moved.example/"])
+    assert scope.check("http://moved.example/", 1) is None
+    assert scope.check("http://www.moved.example/", 1) is not None
+    assert scope.is_seed("http://moved.example/")
+
+
+def test_an_ipv6_seed_allows_its_own_pages() -> None:
+    scope = Scope(seeds=["http://[::1]:8080/"])
+    assert scope.check("http://[::1]:8080/a", 1) is None
+    scope.add_found(["http://[::2]/"])
+    assert scope.check("http://[::2]/b", 1) is None
+
+
+def test_seeds_added_from_two_threads_at_once_are_all_kept() -> None:
+    # The dispatcher (a seed's redirect) and the daemon's seeds job add seeds concurrently.
+    scope = Scope(seeds=["http://start.example/"])
+    sys.setswitchinterval(1e-6)   # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=lambda k=k: [
+            scope.add_seeds([f"http://h{k}-{i}.example/"]) for i in range(1000)])
+            for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(0.005)
+    lost = [f"h{k}-{i}" for k in range(2) for i in range(1000)
+            if scope.check(f"http://h{k}-{i}.example/", 1) is not None]
+    assert lost == []
 
 
 def test_scope_allowed_denied_patterns_depth() -> None:

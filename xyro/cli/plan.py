@@ -20,6 +20,7 @@ from xyro.errors import UsageError, XyroError
 from xyro.jobs.plan_explain import summary
 from xyro.jobs.plan_job import RefreshPlanner
 from xyro.jobs.plan_settings import PlannerSettings
+from xyro.net.urls import ScopeSeeds
 from xyro.service.crawl_lock import CrawlerRunning, CrawlLock, holder_name
 
 
@@ -82,7 +83,7 @@ def plan(ctx: click.Context, run_unit: bool, explain_url: str | None, units: int
 
 
 def _run(planner: RefreshPlanner, submit: Any, app: App,
-         seeds: tuple[str, ...]) -> dict[str, Any]:
+         seeds: ScopeSeeds) -> dict[str, Any]:
     """Plan the unit and write its pages to the persisted frontier through the frontier's
     admission and record building (no crawler runs here; DESIGN.md §2)."""
     unit = planner.current_unit()

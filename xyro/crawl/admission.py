@@ -157,3 +157,8 @@ class Admission:
     def add_seeds(self, urls: list[str]) -> None:
         """Seeds added while running (SIGHUP): their hosts join a scope derived from seeds."""
         self.scope.add_seeds(urls)
+
+    def add_found(self, urls: list[str]) -> None:
+        """Seeds found where a seed redirected: their hosts, exactly, join a scope derived
+        from seeds."""
+        self.scope.add_found(urls)

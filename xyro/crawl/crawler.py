@@ -476,9 +476,9 @@ class Crawler:
         if self._redirects.is_redirect(outcome):
             # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
             links = [(c.url, item.priority) for c in outcome.children]
-            self._seed_moved(item, links[0][0], now)
+            moved = self._seed_moved(item, links[0][0], now)
             submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
-            queued = {o.url for o in submitted.queued}
+            queued = {o.url for o in submitted.queued} | ({links[0][0]} if moved else set())
             self._redirects.not_queued([u for u, _ in links if u not in queued],
                                        submitted.refused)
         else:
@@ -493,14 +493,20 @@ class Crawler:
         if outcome.error_kind is not None and self._host_warnings is not None:
             self._host_warnings.error(item.url, outcome.error_kind, outcome.error_detail)
 
-    def _seed_moved(self, item: FrontierItem, target: str, now: float) -> None:
+    def _seed_moved(self, item: FrontierItem, target: str, now: float) -> bool:
         """A seed's redirect that leaves a scope derived from the seeds: the target is a
-        seed too, from now on and at every start (:mod:`xyro.crawl.redirects`)."""
-        seed = self._redirects.new_seed(target, item.depth + 1)
-        if seed is not None:
-            self.frontier.admission.add_seeds([target])
-            self._submit(FoundSeed(target, item.priority, now, seed))
-            log.info("seed %s redirects to %s: its host joins the scope", seed, target)
+        seed too, from now on and at every start (:mod:`xyro.crawl.redirects`), and is
+        queued here even if known (a link may have found it before, refused then). False
+        when the target is no such seed (or the admission refuses it for another reason:
+        a denied domain, a suffix, a trap)."""
+        seed = self._redirects.new_seed(target, item.depth)
+        if seed is None or self.frontier.refusal(Source.OPERATOR, target, item.depth):
+            return False
+        self.frontier.admission.add_found([target])
+        self._submit(FoundSeed(target, item.priority, now, seed))
+        self.frontier.submit(Source.OPERATOR, [(target, item.depth)], item.priority)
+        log.info("seed %s redirects to %s: that host joins the scope", seed, target)
+        return True
 
     def _change_date(self, url: str, result: FetchResult, outcome: PageOutcome,
                      prior: PriorFetch, fetched_at: float) -> float | None:

@@ -208,7 +208,7 @@ class Frontier(FrontierQueues):
                  links: Iterable[tuple[str, int]] = (),
                  source: Source = Source.DISCOVERY) -> Submitted:
         """The end of ``item``'s fetch: admit its ``links`` ((url, priority) at the item's
-        depth + 1) and hand the writer ONE record — the page, its links, the children
+        depth + 1; a redirect's target at the item's depth) and hand the writer ONE record — the page, its links, the children
         queued, the children refused, and its own dequeue (kept queued if the URL was asked
         for again meanwhile). ``done(item)`` comes first for fetched items. A ``links``
         item admits no children (its links, in the record, are graph only) but its
@@ -217,7 +217,9 @@ class Frontier(FrontierQueues):
             with self._lock:
                 now = self._clock.now()
                 self._close(item.url)
-                depth = item.depth + 1
+                # A redirect is no link: its target keeps the depth of the URL it replaces
+                # (the hops are counted apart, against max_redirects).
+                depth = item.depth if source is Source.REDIRECT else item.depth + 1
                 if item.kind == "links":
                     links, source = self._links_only_hop(links, source, depth)
                 sub = self._admit(source, (Offer(url, p, depth) for url, p in links), now)

@@ -8,7 +8,9 @@ chain longer than ``max_redirects`` ends as ERROR.
 
 Where a seed redirects, the seed is (``example.org`` to ``www.example.org``, ``http://`` to a
 new domain): in a scope derived from the seeds the target's host joins the scope, now and,
-stored as a seed, at every start, as Heritrix's ``seedsRedirectNewSeeds`` does. A configured
+stored as a seed, at every start, as Heritrix's ``seedsRedirectNewSeeds`` does; that host
+exactly, not its subdomains (a redirect to a bare suffix, ``com``, must not open every
+``.com`` host). A redirect is no link: its target keeps the depth of the URL it replaces. A configured
 ``scope.allowed_domains`` is the operator's word and is never widened: the redirect is one
 warning.
 """
@@ -67,8 +69,9 @@ class Redirects:
     def new_seed(self, target: str, depth: int) -> str | None:
         """The seed whose redirect chain led to ``target`` (at link ``depth``) when the scope
         derived from the seeds refuses ``target`` for its host alone: the caller adds it as
-        a seed. None otherwise (no seed's chain, in scope already, a configured scope, or
-        refused for another reason: a denied domain or pattern, the depth)."""
+        a seed (after the rest of the admission). None otherwise (no seed's chain, in scope
+        already, a configured scope, or refused for another reason: a denied domain or
+        pattern, the depth)."""
         seed, scope = self._seed_of.get(target), self._scope
         if seed is None or not scope.derived or scope.check(target, depth) is None:
             return None

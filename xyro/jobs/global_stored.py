@@ -21,7 +21,7 @@ from ranking.global_domain import (DomainView, Subgraph, graph_out_links, simple
 from ranking.global_select import resolve_selector, top_candidates
 from ranking.graph import LinkGraph
 from xyro.config import XyroConfig
-from xyro.net.urls import Scope
+from xyro.net.urls import Scope, ScopeSeeds
 
 #: Pages whose links the store holds: fetched HTML and XML documents in scope, and the
 #: out-of-scope pages fetched for their links (``outside``).
@@ -31,12 +31,12 @@ _OUTSIDE_TYPES = (PageType.HTML, PageType.XML, PageType.OUTSIDE)
 _FETCHABLE_TYPES = (PageType.UNREAD, PageType.REFUSED)
 
 
-def config_scope(cfg: XyroConfig, seeds: tuple[str, ...]) -> Scope:
+def config_scope(cfg: XyroConfig, seeds: ScopeSeeds) -> Scope:
     """The configured scope without its depth limit: a page is in the local domain by its
     URL, whatever the path that found it. ``seeds``: ``xyro.app.scope_seeds``."""
     scope = cfg.scope
-    return Scope(seeds, scope.allowed_domains, scope.denied_domains,
-                 scope.allow_patterns, scope.deny_patterns)
+    return Scope(seeds.urls, scope.allowed_domains, scope.denied_domains,
+                 scope.allow_patterns, scope.deny_patterns, found=seeds.found)
 
 
 def _codes(types: tuple[PageType, ...]) -> list[int]:

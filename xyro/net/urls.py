@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
@@ -254,8 +256,22 @@ def _seed_hosts(seeds: Iterable[str]) -> list[str]:
         canon = canonicalize(seed)
         if canon is None:
             raise ValueError(f"seed {seed!r} is not a crawlable http(s) URL")
-        hosts.append(_split_authority(canon)[1])
+        hosts.append(_bare_host(_split_authority(canon)[1]))
     return hosts
+
+
+def _bare_host(host: str) -> str:
+    """``host`` as the scope matches it: an IPv6 literal without its brackets."""
+    return host.strip("[]") if host.startswith("[") else host
+
+
+@dataclass(frozen=True)
+class ScopeSeeds:
+    """What a scope derived from the seeds is built from: ``urls`` (the seeds: their hosts
+    and subdomains) and ``found`` (where a seed redirected: those hosts exactly)."""
+
+    urls: tuple[str, ...] = ()
+    found: tuple[str, ...] = ()
 
 
 class _DomainSet:
@@ -284,7 +300,8 @@ class Scope:
 
     Empty ``allowed_domains`` means the seeds' hosts (``seeds``: the configured seeds and
     sitemaps and those added with ``xyro seed``; none at all: every host, see
-    :attr:`unbounded`). A domain also allows its subdomains.
+    :attr:`unbounded`), and the hosts where a seed redirected (``found``), exactly. A domain
+    also allows its subdomains.
     Denied domains win over allowed ones; ``deny_patterns`` (regex search on the canonical
     URL) win over ``allow_patterns``; with ``allow_patterns`` given, one must match.
     ``max_depth`` None means unlimited; seeds have depth 0.
@@ -298,6 +315,7 @@ class Scope:
         allow_patterns: Iterable[str] = (),
         deny_patterns: Iterable[str] = (),
         max_depth: int | None = None,
+        found: Iterable[str] = (),
     ) -> None:
         allowed = list(allowed_domains)
         # Empty allowed_domains: the seeds' hosts. Such a scope grows with the seeds and
@@ -311,6 +329,12 @@ class Scope:
         if max_depth is not None and max_depth < 0:
             raise ValueError(f"scope max_depth must be >= 0, got {max_depth}")
         self._allowed = _DomainSet(allowed)
+        # Hosts of the seeds found where a seed redirected: that host exactly, never its
+        # subdomains (a redirect to a bare suffix, "com", must not open every .com host).
+        self._found_hosts: frozenset[str] = frozenset()
+        self._lock = threading.Lock()  # the dispatcher and the daemon's jobs add seeds
+        if self.derived:
+            self.add_found(found)
         self._denied = _DomainSet(denied_domains)
         self._allow = _compile(allow_patterns, "allow")
         self._deny = _compile(deny_patterns, "deny")
@@ -319,15 +343,24 @@ class Scope:
     @property
     def unbounded(self) -> bool:
         """Derived from no seed at all: every host is in scope (the crawl warns at start)."""
-        return self.derived and not self._allowed
+        return self.derived and not self._allowed and not self._found_hosts
 
     def add_seeds(self, seeds: Iterable[str]) -> None:
         """Seeds added while running: their hosts join a scope derived from the seeds."""
         seeds = list(seeds)
-        # New sets replace the old ones: readers on other threads see one or the other.
-        self._seeds = self._seeds.union(filter(None, map(canonicalize, seeds)))
-        if self.derived:
-            self._allowed = self._allowed.union(_seed_hosts(seeds))
+        with self._lock:  # new sets replace the old: readers see one or the other
+            self._seeds = self._seeds.union(filter(None, map(canonicalize, seeds)))
+            if self.derived:
+                self._allowed = self._allowed.union(_seed_hosts(seeds))
+
+    def add_found(self, seeds: Iterable[str]) -> None:
+        """Seeds found where a seed redirected: their hosts exactly (not their subdomains)
+        join a scope derived from the seeds."""
+        hosts = _seed_hosts(seeds)
+        with self._lock:
+            self._seeds = self._seeds.union(filter(None, map(canonicalize, seeds)))
+            if self.derived:
+                self._found_hosts = self._found_hosts.union(hosts)
 
     def is_seed(self, url: str) -> bool:
         """``url`` (canonical) is one of the seeds."""
@@ -345,10 +378,11 @@ class Scope:
             host = _split_authority(url)[1]
         except ValueError:
             return "not an http(s) URL with a host"
-        host = host.strip("[]") if host.startswith("[") else host
+        host = _bare_host(host)
         if self._denied.matches(host):
             return f"host {host} is in a denied domain"
-        if self._allowed and not (seed and self.derived) and not self._allowed.matches(host):
+        if self._allowed and not (seed and self.derived) and not self._allowed.matches(host) \
+                and host not in self._found_hosts:
             return f"host {host} is outside the allowed domains"
         for pat in self._deny:
             if pat.search(url):

@@ -99,7 +99,8 @@ def queue_stored_seeds(store: MetadataStore, frontier: Frontier, after_id: int =
     rows = store.seeds(after_id)
     if not rows:
         return 0, after_id
-    frontier.admission.add_seeds([r.url for r in rows])
+    frontier.admission.add_seeds([r.url for r in rows if r.redirected_from is None])
+    frontier.admission.add_found([r.url for r in rows if r.redirected_from is not None])
     last_id = rows[-1].id
     if source is not Source.SEED:  # those a running crawl found (a seed's redirect) it queued
         rows = [r for r in rows if r.redirected_from is None]
