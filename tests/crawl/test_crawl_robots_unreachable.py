@@ -208,6 +208,21 @@ def test_a_robots_txt_with_a_broken_content_encoding_is_retried_then_fails_its_u
         assert detail.startswith(ORIGIN_UNREACHABLE.format(site.base)), detail
 
 
+def test_a_robots_txt_mislabelled_with_no_real_content_coding_is_read(
+        tmp_path: Path, sites: Callable[[int], Site]) -> None:
+    # "Content-Encoding: none" (or UTF-8) names no coding: the body is plain text, and the
+    # host is crawled as its robots.txt says, not shut out as unreachable.
+    clock = AcceleratedClock(WallClock().now(), 600.0)
+    site = sites(0)
+    site.robots_headers = {"Content-Encoding": "none"}
+    app = _app(tmp_path, clock, [site.base + p for p in PAGES])
+    summary = run_crawl(app, max_seconds=3600)
+
+    assert summary.stop_reason == "frontier exhausted", summary.stop_reason
+    assert sorted(p for p in site.paths if p != "/robots.txt") == sorted(PAGES)
+    assert _store(tmp_path / "xyro.db", "SELECT count(*) FROM errors") == [(0,)]
+
+
 def test_a_stop_during_a_failing_robots_txt_leaves_the_urls_queued_in_the_store(
         tmp_path: Path, sites: Callable[[int], Site]) -> None:
     clock = AcceleratedClock(WallClock().now(), 600.0)

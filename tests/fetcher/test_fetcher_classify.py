@@ -89,6 +89,10 @@ def test_content_encoding_header_parsing() -> None:
     assert parse_content_encoding("gzip, identity, X-GZIP") == ["gzip", "gzip"]
     assert parse_content_encoding(None) == []
     assert parse_content_encoding("") == []
+    # Not content codings: a plain body mislabelled, read as it is (as browsers do).
+    assert parse_content_encoding("none") == parse_content_encoding("UTF-8") == []
+    assert parse_content_encoding("binary, gzip") == ["gzip"]
+    assert parse_content_encoding("zstd") == ["zstd"]   # registered: the decoder refuses it
 
 
 def _feed_in_chunks(decoder: Decoder, data: bytes, size: int) -> bytes:

@@ -25,6 +25,9 @@ import brotli
 
 MAX_STACKED_ENCODINGS = 3
 _ALIASES = {"x-gzip": "gzip", "x-deflate": "deflate"}
+#: The IANA HTTP Content Coding Registry (RFC 9110 §16.6.1), aliases resolved.
+_CODINGS = frozenset({"aes128gcm", "br", "compress", "dcb", "dcz", "deflate", "exi", "gzip",
+                      "identity", "pack200-gzip", "x-compress", "zstd"})
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -144,11 +147,14 @@ class _BrotliStage:
 
 
 def parse_content_encoding(header: str | None) -> list[str]:
-    """Encodings in the order they were applied; identity dropped, aliases resolved."""
+    """Encodings in the order they were applied; identity dropped, aliases resolved. A
+    name that is no content coding at all (``none``, ``UTF-8``, ``binary``: servers that
+    mislabel a plain body) is dropped too, as browsers ignore it; a registered coding that
+    is not decoded (``compress``, ``zstd``) stays, and the decoder refuses it."""
     if not header:
         return []
     names = [_ALIASES.get(p.strip().lower(), p.strip().lower()) for p in header.split(",")]
-    return [n for n in names if n and n != "identity"]
+    return [n for n in names if n in _CODINGS and n != "identity"]
 
 
 class Decoder:
