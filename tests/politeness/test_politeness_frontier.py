@@ -403,3 +403,25 @@ def test_two_origins_of_one_host_each_get_their_crawl_delay(
     for (before, _), (at, url) in zip(starts, starts[1:]):
         delay = 10.0 if url.startswith("http:") and not url.endswith("robots.txt") else 1.0
         assert at - before >= delay - 1e-9, (url, at - before)
+
+
+def test_a_stop_ends_a_long_restore_early(frontier: Frontier) -> None:
+    # A SIGTERM while millions of queued URLs are restored: the restore stops within
+    # RESTORE_CHECK rows (the rest stay in the store's frontier for the next start).
+    import threading
+
+    from xyro.crawl.frontier import RESTORE_CHECK
+
+    stop = threading.Event()
+    read = 0
+
+    def rows(n: int):  # type: ignore[no-untyped-def]
+        nonlocal read
+        for i in range(n):
+            read += 1
+            if i == 5:
+                stop.set()   # the signal arrives while the rows are read
+            yield (f"http://h{i % 50}.example/p{i}", 3, 1, 0.0)
+
+    restored = frontier.restore(rows(10 * RESTORE_CHECK), [], stop=stop)
+    assert read == RESTORE_CHECK + 1 and restored.queued == RESTORE_CHECK

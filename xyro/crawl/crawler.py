@@ -171,10 +171,11 @@ class Crawler:
         return self.frontier.seen
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str],
-                links_only: frozenset[str] = frozenset()) -> Restored:
+                links_only: frozenset[str] = frozenset(),
+                stop: threading.Event | None = None) -> Restored:
         """Rebuild the seen-set from every known URL and the frontier from persisted rows
-        (``links_only``, rows held: :meth:`Frontier.restore`)."""
-        return self.frontier.restore(rows, known_urls, links_only)
+        (``links_only``, rows held, ``stop``: :meth:`Frontier.restore`)."""
+        return self.frontier.restore(rows, known_urls, links_only, stop)
 
     # -- running -------------------------------------------------------------------------
 

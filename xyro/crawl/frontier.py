@@ -70,6 +70,9 @@ LOADER, URGENT, REFRESH, DISCOVERY, BACKGROUND = range(LEVELS)
 #: What a producer offers: a canonical URL (at the call's depth), or a (url, depth) pair.
 Item = Union[str, tuple[str, int], tuple[str, int, float]]
 
+#: Rows restored between two looks at a stop request (a start can restore millions).
+RESTORE_CHECK = 10_000
+
 #: Sources whose URLs already seen are skipped; the others only add to the seen-set.
 _SKIP_SEEN = frozenset({Source.SEED, Source.DISCOVERY, Source.REDIRECT, Source.SITEMAP,
                         Source.PUBLICATION})
@@ -266,7 +269,8 @@ class Frontier(FrontierQueues):
         return queued
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known: Iterable[str],
-                links_only: frozenset[str] = frozenset()) -> Restored:
+                links_only: frozenset[str] = frozenset(),
+                stop: threading.Event | None = None) -> Restored:
         """Seen-set from every ``known`` URL, queue from persisted rows (url, priority,
         depth, not_before) through the admission (the configuration may have changed since
         they were queued). ``links_only``: URLs the global PageRank estimate queued
@@ -275,14 +279,21 @@ class Frontier(FrontierQueues):
         A row the admission refuses now is held, not refused: it stays in the store's
         frontier, unqueued, and comes back at a start whose scope admits it again. A scope
         narrowed by mistake (a typo in ``scope.allowed_domains``, a deleted seed) must not
-        turn the queue into ``refused`` rows for good."""
-        for url in known:
+        turn the queue into ``refused`` rows for good.
+
+        ``stop`` set (a SIGTERM during a long start) ends the restore early: the rows not
+        read stay in the store's frontier, for the next start."""
+        for i, url in enumerate(known):
+            if i % RESTORE_CHECK == 0 and stop is not None and stop.is_set():
+                return Restored(0, {})
             self.seen.add(url)
         held: dict[str, int] = {}
         n = 0
         with self._lock:
             now = self._clock.now()
             for i, row in enumerate(rows):
+                if i % RESTORE_CHECK == 0 and stop is not None and stop.is_set():
+                    break
                 offer = _row_offer(i, row)
                 source = (Source.LOADER if offer.priority == LOADER else
                           Source.GLOBAL_ESTIMATE if offer.url in links_only else

@@ -46,7 +46,8 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
     """
     stop = stop or threading.Event()
     started = app.clock.now()
-    with app.open_store() as store, CrawlLock(app.database_path), \
+    # Signals stop the start too (a restore of millions of queued URLs takes minutes).
+    with handle_signals(stop), app.open_store() as store, CrawlLock(app.database_path), \
             serve_metrics(app.config.metrics) as metrics:
         parts = build_crawler(app, store, enforce_politeness=enforce_politeness,
                               getaddrinfo=getaddrinfo)
@@ -56,7 +57,7 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
             if customize is not None:
                 customize(parts)
             resumed = restore_frontier(store, crawler,
-                                       app.config.scope.allow_private_addresses)
+                                       app.config.scope.allow_private_addresses, stop=stop)
             seeded = queue_seeds(crawler.frontier, app.config.seeds)
             seeded += queue_stored_seeds(store, crawler.frontier)[0]
             seeded += queue_sitemaps(crawler, app.config.sitemaps)
@@ -65,8 +66,7 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
             warn_unbounded(crawler.frontier)
             log.info("crawl starting: %d queued URLs resumed, %d new seeds, %d workers",
                      resumed, seeded, app.config.crawler.workers)
-            with handle_signals(stop):
-                summary = crawler.run(max_pages, max_seconds, stop, on_progress)
+            summary = crawler.run(max_pages, max_seconds, stop, on_progress)
             parts.writer.submit(SetState("crawl.last_run", json.dumps(summary.stats)))
             parts.writer.submit(JobRun("crawl", started, app.clock.now(), "ok",
                                        summary.stop_reason))
@@ -145,9 +145,11 @@ def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None
 
 
 def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True,
-                     links_only: frozenset[str] = frozenset()) -> int:
+                     links_only: frozenset[str] = frozenset(),
+                     stop: threading.Event | None = None) -> int:
     """Seen-set from every known URL, frontier from the persisted rows; returns rows queued.
-    ``links_only``: the URLs the global PageRank estimate queued (restored as its own).
+    ``links_only``: the URLs the global PageRank estimate queued (restored as its own);
+    ``stop`` set ends the restore early (the rest stays in the store's frontier).
 
     With ``allow_private`` off, queued URLs on private or loopback IP literals (what a demo
     leaves behind) are named in one warning: each would otherwise end silently as an
@@ -156,7 +158,7 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     conn = store.read_connection()
     try:
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-        restored = crawler.restore(rows, crawl_queries.known_urls(conn), links_only)
+        restored = crawler.restore(rows, crawl_queries.known_urls(conn), links_only, stop)
     finally:
         conn.close()
     if restored.held:

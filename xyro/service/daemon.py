@@ -104,13 +104,17 @@ class Daemon:
                 self.notifier.status("restoring the persisted frontier")
                 resumed = restore_frontier(
                     store, parts.crawler, self.app.config.scope.allow_private_addresses,
-                    self._rounds.state.pending_urls if self._rounds else frozenset())
+                    self._rounds.state.pending_urls if self._rounds else frozenset(),
+                    self.stop)
                 if self._rounds is not None:
                     self._rounds.resume()
                 warn_unbounded(parts.crawler.frontier)
                 seeded = self._add_seeds(self.app.config.seeds)
                 seeded += self._stored_seeds()
                 seeded += queue_sitemaps(parts.crawler, self.app.config.sitemaps)
+                if self.stop.is_set():  # a SIGTERM while starting: no crawl, no jobs
+                    log.info("stop requested while starting: the crawl does not start")
+                    return "stop requested"
                 log.info("daemon ready: %d queued URLs resumed, %d new seeds", resumed, seeded)
                 scheduler.start()
                 self.notifier.ready(f"crawling; {resumed + seeded} URLs queued")
@@ -121,7 +125,8 @@ class Daemon:
             finally:
                 self.notifier.stopping()
                 self.stop.set()
-                scheduler.shutdown(wait=True)
+                if scheduler.running:
+                    scheduler.shutdown(wait=True)
                 self._summary_job()
                 self._publish(final=True)
                 parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
