@@ -6,6 +6,7 @@ the clock or the store by itself.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from xyro.net.robots import RobotsCache
 from xyro.net.urls import Scope, ScopeSeeds, TrapGuard
 from xyro.publication.published import PublishedDates
 from xyro.publication.trust import PublishedDateTrusts
+
+log = logging.getLogger("xyro.app")
 
 if TYPE_CHECKING:
     from xyro.crawl.opic_online import OpicCheckpoints
@@ -136,6 +139,7 @@ class CrawlParts:
         loader = self.crawler.loader
         if self.store is not None and loader is not None:
             prune_warehouse(self.store, loader.warehouse, self.versions_per_url)
+            _set_writing(self.store, False)  # closed cleanly: no blob without its row
 
 
 def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> int:
@@ -147,6 +151,35 @@ def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> in
     with store.atomic() as conn:
         orphans = versions.prune_versions(conn, keep)
     return warehouse.delete_unreferenced(orphans, set())
+
+
+#: State key: 1 while a crawl may write warehouse blobs, 0 once it closed cleanly. A 1 found
+#: at a start means the last crawl died, maybe between a blob and its row's commit.
+WAREHOUSE_WRITING = "warehouse.writing"
+
+
+def sweep_after_crash(store: MetadataStore, warehouse: Warehouse) -> int:
+    """Delete the blobs a killed crawl wrote without their rows (and temporary files), when
+    the last crawl did not close cleanly; then mark this one as writing. Run before the
+    writer starts. A full sweep reads every blob name, so a clean stop skips it. Returns the
+    files removed."""
+    crashed = store.get_state(WAREHOUSE_WRITING) == 1
+    removed = 0
+    if crashed:
+        with store.atomic() as conn:
+            referenced = versions.referenced_keys(conn)
+        removed = warehouse.sweep(referenced)
+        if removed:
+            log.warning("the last crawl did not stop cleanly: %d warehouse file(s) it left "
+                        "without a version row were removed from %s", removed, warehouse.root)
+    _set_writing(store, True)
+    return removed
+
+
+def _set_writing(store: MetadataStore, writing: bool) -> None:
+    with store.atomic() as conn:
+        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
+                     (WAREHOUSE_WRITING, "1" if writing else "0"))
 
 
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
@@ -190,6 +223,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                          max_crawl_delay_s=polite.max_crawl_delay_s)
     hosts = HostScheduler(polite.delay_s, clock, enforce=enforce_politeness,
                           max_retry_after_s=polite.max_retry_after_s)
+    warehouse = Warehouse(cfg.storage.warehouse_dir)
+    sweep_after_crash(store, warehouse)
     writer = store.writer(dead_after=crawl.dead_after_404s, now=clock.now)
     readers = _ThreadReaders(store)
     loader = LoaderStage(
@@ -203,7 +238,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_url_length=limits.max_url_length,
                        max_attributes_per_element=loader_cfg.max_attributes_per_element,
                        max_namespaces_in_scope=loader_cfg.max_namespaces_in_scope),
-        Warehouse(cfg.storage.warehouse_dir), readers.latest_version,
+        warehouse, readers.latest_version,
         catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes))
     # The frontier owns queued work: one admission, and the writer's submit to record every
     # enqueue and dequeue itself (DESIGN.md §2).
