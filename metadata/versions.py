@@ -64,3 +64,11 @@ def pending_documents(conn: sqlite3.Connection) -> list[tuple[str, list[str], fl
     rows = conn.execute("SELECT u.url, p.waiting_for, p.since, p.reason FROM pending p "
                         "JOIN urls u ON u.id = p.url_id ORDER BY p.since")
     return [(url, json.loads(waiting), since, reason) for url, waiting, since, reason in rows]
+
+
+def forget_pending(conn: sqlite3.Connection) -> int:
+    """Empty ``pending`` at a crawl's start: the rows are a stopped crawl's, whose waiting
+    documents lived in its memory. Each is fetched again from its frontier row and files its
+    row anew if it still waits (one that lost its DOCTYPE, or is gone, would otherwise be
+    reported waiting for good). Returns the rows removed."""
+    return conn.execute("DELETE FROM pending").rowcount

@@ -225,6 +225,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                           max_retry_after_s=polite.max_retry_after_s)
     warehouse = Warehouse(cfg.storage.warehouse_dir)
     sweep_after_crash(store, warehouse)
+    with store.atomic() as conn:
+        versions.forget_pending(conn)
     writer = store.writer(dead_after=crawl.dead_after_404s, now=clock.now)
     readers = _ThreadReaders(store)
     loader = LoaderStage(

@@ -1,9 +1,10 @@
 """Status data in memory: documents waiting for their DTDs/entities (paper 003 §4).
 
 Only the crawl dispatcher thread touches it. Bodies are held in memory, at most
-``max_bytes`` in total; the database's ``pending`` table (SetPending/ClearPending) and the
-document's own frontier row (no FetchRecord is written while it waits) are what survive a
-restart: a restarted crawler fetches the document again, and its DTDs, at once.
+``max_bytes`` in total; the database's ``pending`` table (SetPending/ClearPending) shows them
+while the crawl runs, and the document's own frontier row (no FetchRecord is written while
+it waits) is what survives a restart: a restarted crawler empties ``pending`` and fetches
+the document again, and its DTDs, at once.
 """
 
 from __future__ import annotations
