@@ -113,8 +113,12 @@ def test_cli_seeds_bound_a_scope_derived_from_no_configured_seed(
     seeded, outside, _later = hosts
     config = _config(tmp_path, [])
     _init(config)
+    before = time.time()
     added = _xyro(config, "seed", "--priority", "2", f"{seeded.url}/")
     assert added.returncode == 0 and added.stdout.startswith("queued 1 URL"), added.stderr
+    with sqlite3.connect(tmp_path / "xyro.db") as conn:   # v_frontier's oldest_enqueued
+        (enqueued,) = conn.execute("SELECT enqueued_at FROM frontier").fetchone()
+    assert before - 1 <= enqueued <= time.time(), enqueued
     summary = run_crawl(_app(config), max_seconds=60)
     assert summary.stop_reason == "frontier exhausted"
     assert sorted(seeded.pages()) == ["/", "/a.html"]

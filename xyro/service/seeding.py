@@ -44,7 +44,7 @@ def seed_urls(app: App, urls: Sequence[str], priority: int) -> Seeded:
     crawler runs (module doc). Refused by the crawl's admission: nothing is written."""
     with app.open_store() as store:
         # The writer first: a user who cannot write the store hears so, not about the lock.
-        writer = store.writer()
+        writer = store.writer(now=app.clock.now)  # stamps enqueued_at
         try:
             return _seed(app, store, writer, urls, priority)
         finally:
