@@ -1,8 +1,8 @@
 """A crawl killed between writing a document's blob and committing its version row leaves
 a blob nothing references; the next crawl removes such files before it writes any (nothing
-half-written outlives a crash; the warehouse, paper 003 §2). Real HTTP server on 127.0.0.1, real SQLite, a
-real warehouse folder; the kill is the state it leaves (the warehouse marked as written to,
-an orphan blob and a temporary file)."""
+half-written outlives a crash; the warehouse: paper 003 §2). Real HTTP server on 127.0.0.1,
+real SQLite, a real warehouse folder; the kill is the state it leaves (the warehouse marked
+as written to, an orphan blob and a temporary file)."""
 
 from __future__ import annotations
 
