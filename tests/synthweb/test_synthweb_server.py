@@ -88,8 +88,13 @@ def _open_fds() -> int:
     return psutil.Process().num_fds()
 
 
+def _new_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t not in before]
+
+
 def test_stop_is_quick_and_leaks_nothing_with_hostile_connections_open(spec: WebSpec) -> None:
-    threads, fds = threading.active_count(), _open_fds()
+    # Threads of earlier tests in this worker may end meanwhile: count only this test's.
+    before, fds = set(threading.enumerate()), _open_fds()
     web = SyntheticWeb(spec, ManualClock()).start()
     hostile = {c.name: u for u, c in web.hostile_urls().items()}
     held = []
@@ -108,9 +113,9 @@ def test_stop_is_quick_and_leaks_nothing_with_hostile_connections_open(spec: Web
         s.close()
     idle.close()
     deadline = time.monotonic() + 10.0  # ends as soon as they are gone; a loaded host is slow
-    while threading.active_count() > threads and time.monotonic() < deadline:
+    while _new_threads(before) and time.monotonic() < deadline:
         threading.Event().wait(0.02)
-    assert threading.active_count() == threads
+    assert _new_threads(before) == []
     assert _open_fds() <= fds
     web.stop()  # idempotent
 
