@@ -298,6 +298,13 @@ class MetadataStore:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
+    def set_state(self, key: str, value: float | int | str | None) -> None:
+        """Write one ``state`` key at once, outside the writer (which must not be running:
+        e.g. before a crawl starts it, after it closed)."""
+        with self.atomic() as conn:
+            conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
+                         (key, json.dumps(value)))
+
     # -- writer --------------------------------------------------------------------------
     def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
                max_batch_size: int | None = None,

@@ -139,7 +139,7 @@ class CrawlParts:
         loader = self.crawler.loader
         if self.store is not None and loader is not None:
             prune_warehouse(self.store, loader.warehouse, self.versions_per_url)
-            _set_writing(self.store, False)  # closed cleanly: no blob without its row
+            self.store.set_state(WAREHOUSE_WRITING, 0)  # closed cleanly: no blob without its row
 
 
 def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> int:
@@ -172,14 +172,8 @@ def sweep_after_crash(store: MetadataStore, warehouse: Warehouse) -> int:
         if removed:
             log.warning("the last crawl did not stop cleanly: %d warehouse file(s) it left "
                         "without a version row were removed from %s", removed, warehouse.root)
-    _set_writing(store, True)
+    store.set_state(WAREHOUSE_WRITING, 1)
     return removed
-
-
-def _set_writing(store: MetadataStore, writing: bool) -> None:
-    with store.atomic() as conn:
-        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
-                     (WAREHOUSE_WRITING, "1" if writing else "0"))
 
 
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,

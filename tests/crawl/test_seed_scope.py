@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,55 +215,42 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> Non
         time.sleep(0.05)
 
 
-class _Moved:
-    """A server on 127.0.0.1 answering every page with a 301 to ``target``."""
+@pytest.fixture
+def moved_site(routed_site: Any) -> Callable[[Callable[[int], str]], Any]:
+    """``moved_site(target)``: a site on 127.0.0.1 answering every page with a 301 to
+    ``target(its port)``; ``.seed`` is its root URL. Closed after the test."""
+    def make(target: Callable[[int], str]) -> Any:
+        site = routed_site(lambda path: (301, {"Location": target(port)}, b""))
+        port = int(site.base.rsplit(":", 1)[1])
+        site.seed = site.base + "/"
+        return site
+    return make
 
-    def __init__(self, target: Callable[[int], str]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                if self.path == "/robots.txt":
-                    self.send_error(404)
-                    return
-                self.send_response(301)
-                self.send_header("Location", target(self.server.server_address[1]))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.seed = f"http://127.0.0.1:{self._server.server_address[1]}/"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+def _with_scope(config: Path, keys: str) -> None:
+    """Add ``keys`` (YAML flow mapping entries) to the scope of ``config``."""
+    config.write_text(config.read_text().replace(
+        "scope: {allow_private_addresses: true}",
+        f"scope: {{allow_private_addresses: true, {keys}}}"))
 
 
 def test_a_seed_redirected_out_of_a_configured_scope_is_one_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, moved_site: Any) -> None:
     """127.0.0.1 moves to localhost (as www.example.org to example.org): a configured scope
     is not widened, and the operator reads why the crawl did nothing."""
-    moved = _Moved(lambda port: f"http://localhost:{port}/")
-    try:
-        config = _config(tmp_path, [moved.seed])
-        config.write_text(config.read_text().replace(
-            "scope: {allow_private_addresses: true}",
-            "scope: {allow_private_addresses: true, allowed_domains: ['127.0.0.1']}"))
-        _init(config)
-        with caplog.at_level(logging.WARNING, logger="xyro.crawl.redirects"):
-            run_crawl(_app(config), max_seconds=30)
-    finally:
-        moved.close()
+    moved = moved_site(lambda port: f"http://localhost:{port}/")
+    config = _config(tmp_path, [moved.seed])
+    _with_scope(config, "allowed_domains: ['127.0.0.1']")
+    _init(config)
+    with caplog.at_level(logging.WARNING, logger="xyro.crawl.redirects"):
+        run_crawl(_app(config), max_seconds=30)
     said = [r.getMessage() for r in caplog.records if "redirects to" in r.getMessage()]
     assert len(said) == 1 and moved.seed in said[0] and "http://localhost:" in said[0]
     assert "scope.allowed_domains" in said[0], said
 
 
 def test_where_a_seed_redirects_the_derived_scope_follows_across_a_restart(
-        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+        hosts: tuple[Host, Host, Host], tmp_path: Path, moved_site: Any) -> None:
     """The seed on 127.0.0.1 moved to 127.0.0.2 (as example.org to www.example.org): the
     target's host joins the scope derived from the seeds, as a seed stored in the database,
     so a crawl stopped before the new host's pages resumes them (a scope rebuilt from the
@@ -270,7 +258,7 @@ def test_where_a_seed_redirects_the_derived_scope_follows_across_a_restart(
     stays out."""
     seeded, target, later = hosts   # here: target links to nothing but /a.html
     away = Host("127.0.0.2", links=(f"{later.url}/",))
-    moved = _Moved(lambda port: f"{away.url}/")
+    moved = moved_site(lambda port: f"{away.url}/")
     try:
         config = _config(tmp_path, [moved.seed])
         _init(config)
@@ -281,7 +269,6 @@ def test_where_a_seed_redirects_the_derived_scope_follows_across_a_restart(
         second = run_crawl(_app(config), max_seconds=60)
         assert second.stop_reason == "frontier exhausted", second.stop_reason
     finally:
-        moved.close()
         away.close()
     assert sorted(away.pages()) == ["/", "/a.html"]
     assert later.requests == [] and seeded.requests == [] and target.requests == []
@@ -294,13 +281,13 @@ def test_where_a_seed_redirects_the_derived_scope_follows_across_a_restart(
 
 
 def test_a_running_daemon_fetches_a_seed_s_redirect_target_once(
-        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+        hosts: tuple[Host, Host, Host], tmp_path: Path, moved_site: Any) -> None:
     """The daemon reads the seeds stored while it runs (`xyro seed`'s, queued even if
     known); the one it stored itself for a seed's redirect is already queued, and is not
     fetched a second time."""
     _seeded, _target, later = hosts
     away = Host("127.0.0.2", links=(f"{later.url}/",))
-    moved = _Moved(lambda port: f"{away.url}/")
+    moved = moved_site(lambda port: f"{away.url}/")
     config = _config(tmp_path, [moved.seed])
     daemon = subprocess.Popen([*_command(config), "run"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -312,7 +299,6 @@ def test_a_running_daemon_fetches_a_seed_s_redirect_target_once(
     finally:
         if daemon.poll() is None:
             daemon.kill()
-        moved.close()
         away.close()
     assert daemon.returncode == 0 and "Traceback" not in err, err
     assert f"seed {moved.seed} redirects to {away.url}/: that host joins the scope" in err
@@ -321,51 +307,40 @@ def test_a_running_daemon_fetches_a_seed_s_redirect_target_once(
 
 
 def test_a_seed_s_redirect_target_refused_before_is_fetched_once_the_seed_moves(
-        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+        hosts: tuple[Host, Host, Host], tmp_path: Path, moved_site: Any) -> None:
     """127.0.0.2/ was linked, and refused, before a new seed redirected to it: the scope
     that now holds its host queues it again (a known URL is otherwise skipped for good)."""
     seeded, outside, _later = hosts
-    moved = _Moved(lambda port: f"{outside.url}/")
-    try:
-        _init(_config(tmp_path, [f"{seeded.url}/"]))
-        run_crawl(_app(_config(tmp_path, [f"{seeded.url}/"])), max_seconds=60)
-        assert outside.requests == []   # refused: out of the seeds' hosts
-        summary = run_crawl(_app(_config(tmp_path, [f"{seeded.url}/", moved.seed])),
-                            max_seconds=60)
-    finally:
-        moved.close()
+    moved = moved_site(lambda port: f"{outside.url}/")
+    _init(_config(tmp_path, [f"{seeded.url}/"]))
+    run_crawl(_app(_config(tmp_path, [f"{seeded.url}/"])), max_seconds=60)
+    assert outside.requests == []   # refused: out of the seeds' hosts
+    summary = run_crawl(_app(_config(tmp_path, [f"{seeded.url}/", moved.seed])),
+                        max_seconds=60)
     assert summary.stop_reason == "frontier exhausted", summary.stop_reason
     assert sorted(outside.pages()) == ["/", "/a.html"]
 
 
 def test_a_seed_redirected_to_a_url_the_admission_refuses_widens_nothing(
-        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+        hosts: tuple[Host, Host, Host], tmp_path: Path, moved_site: Any) -> None:
     _seeded, outside, _later = hosts
-    moved = _Moved(lambda port: f"{outside.url}/report.pdf")   # crawler.skip_suffixes
-    try:
-        config = _config(tmp_path, [moved.seed])
-        _init(config)
-        run_crawl(_app(config), max_seconds=60)
-    finally:
-        moved.close()
+    moved = moved_site(lambda port: f"{outside.url}/report.pdf")   # crawler.skip_suffixes
+    config = _config(tmp_path, [moved.seed])
+    _init(config)
+    run_crawl(_app(config), max_seconds=60)
     assert outside.requests == []
     with sqlite3.connect(tmp_path / "xyro.db") as conn:
         assert conn.execute("SELECT count(*) FROM seeds").fetchone() == (0,)
 
 
 def test_a_redirect_keeps_the_depth_of_the_url_it_replaces(
-        hosts: tuple[Host, Host, Host], tmp_path: Path) -> None:
+        hosts: tuple[Host, Host, Host], tmp_path: Path, moved_site: Any) -> None:
     """With scope.max_depth 0 a seed's own redirect (http to https, to www.) is still the
     seed: a redirect is no link."""
     _seeded, outside, _later = hosts
-    moved = _Moved(lambda port: f"{outside.url}/")
-    try:
-        config = _config(tmp_path, [moved.seed])
-        config.write_text(config.read_text().replace(
-            "scope: {allow_private_addresses: true}",
-            "scope: {allow_private_addresses: true, max_depth: 0}"))
-        _init(config)
-        run_crawl(_app(config), max_seconds=60)
-    finally:
-        moved.close()
+    moved = moved_site(lambda port: f"{outside.url}/")
+    config = _config(tmp_path, [moved.seed])
+    _with_scope(config, "max_depth: 0")
+    _init(config)
+    run_crawl(_app(config), max_seconds=60)
     assert outside.pages() == ["/"]   # the target, at depth 0; its links are at depth 1

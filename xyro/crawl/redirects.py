@@ -10,9 +10,9 @@ Where a seed redirects, the seed is (``example.org`` to ``www.example.org``, ``h
 new domain): in a scope derived from the seeds the target's host joins the scope, now and,
 stored as a seed, at every start, as Heritrix's ``seedsRedirectNewSeeds`` does; that host
 exactly, not its subdomains (a redirect to a bare suffix, ``com``, must not open every
-``.com`` host). A redirect is no link: its target keeps the depth of the URL it replaces. A configured
-``scope.allowed_domains`` is the operator's word and is never widened: the redirect is one
-warning.
+``.com`` host). A configured ``scope.allowed_domains`` is the operator's word and is never
+widened: the redirect is one warning. A redirect is no link: its target keeps the depth of
+the URL it replaces.
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ class Redirects:
 
     def new_seed(self, target: str, depth: int) -> str | None:
         """The seed whose redirect chain led to ``target`` (at link ``depth``) when the scope
-        derived from the seeds refuses ``target`` for its host alone: the caller adds it as
-        a seed (after the rest of the admission). None otherwise (no seed's chain, in scope
-        already, a configured scope, or refused for another reason: a denied domain or
-        pattern, the depth)."""
+        derived from the seeds refuses ``target``: the caller adds it as a seed if the
+        admission takes it as one (not refused for another reason: a denied domain or
+        pattern, the depth, a suffix). None otherwise (no seed's chain, in scope already, a
+        configured scope)."""
         seed, scope = self._seed_of.get(target), self._scope
         if seed is None or not scope.derived or scope.check(target, depth) is None:
             return None
-        return seed if scope.check(target, depth, seed=True) is None else None
+        return seed
 
     def not_queued(self, targets: list[str],
                    refused: Iterable[tuple[Offer, Refusal]] = ()) -> None:

@@ -18,11 +18,12 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
   asks us to back off.)
 
 Entries expire ``ttl_s`` (≤ 24 h, §2.4) after the fetch. The product token is matched case
-insensitively and as a whole (§2.2.1; :func:`_own_groups`). Crawl-delay (or Request-rate, as seconds per
-request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park a host for
-days. /robots.txt itself is always allowed. A URL with a query must be allowed with each of
-its parameters first (:func:`query_orders`): canonical URLs have their parameters sorted,
-and a rule like ``Disallow: /?s=`` was written for the order the site's links use.
+insensitively and as a whole (§2.2.1; :func:`_own_groups`). Crawl-delay (or Request-rate, as
+seconds per request) is capped at ``max_crawl_delay_s`` so a hostile robots.txt cannot park
+a host for days. /robots.txt itself is always allowed. A URL with a query must be allowed
+with each of its parameters first (:func:`query_orders`): canonical URLs have their
+parameters sorted, and a rule like ``Disallow: /?s=`` was written for the order the site's
+links use.
 Thread-safe (one lock): fetch workers may check redirect hops with :meth:`verdict`.
 """
 
