@@ -424,4 +424,20 @@ def test_a_stop_ends_a_long_restore_early(frontier: Frontier) -> None:
             yield (f"http://h{i % 50}.example/p{i}", 3, 1, 0.0)
 
     restored = frontier.restore(rows(10 * RESTORE_CHECK), [], stop=stop)
-    assert read == RESTORE_CHECK + 1 and restored.queued == RESTORE_CHECK
+    assert read == RESTORE_CHECK and restored.queued == 0   # one chunk read, none queued
+
+
+def test_a_restore_reports_its_progress_and_fills_the_seen_set(frontier: Frontier) -> None:
+    # Each chunk of known URLs and of queued rows is reported (the start logs it: a restore
+    # of millions takes minutes), and every URL of both ends in the seen-set.
+    from xyro.crawl.frontier import RESTORE_CHECK
+
+    known = [f"http://k{i % 7}.example/old{i}" for i in range(RESTORE_CHECK + 3)]
+    rows = [(f"http://h{i % 50}.example/p{i}", 3, 1, 0.0) for i in range(2 * RESTORE_CHECK)]
+    calls: list[tuple[str, int]] = []
+    restored = frontier.restore(rows, known, progress=lambda *call: calls.append(call))
+    assert calls == [("known", RESTORE_CHECK), ("known", RESTORE_CHECK + 3),
+                     ("queued", RESTORE_CHECK), ("queued", 2 * RESTORE_CHECK)]
+    assert restored.queued == 2 * RESTORE_CHECK
+    assert len(frontier.seen) == len(known) + len(rows)
+    assert all(url in frontier.seen for url in known[::97] + [row[0] for row in rows[::97]])

@@ -79,3 +79,26 @@ def test_concurrent_adds_count_each_url_once() -> None:
 def test_bad_sizes_are_clear_errors(n: int, p: float, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         SeenSet(n, p)
+
+
+def test_add_many_sets_the_bits_add_sets_and_counts_the_new() -> None:
+    # The start rebuilds the filter in batches: the same bit table as one add per URL, the
+    # same fill, the same answers, with URLs already present counted as not new.
+    urls = [f"http://host{i % 97}.example/page/{i}" for i in range(30_000)]
+    one, batched = SeenSet(40_000, 1e-3), SeenSet(40_000, 1e-3)
+    assert sum(one.add(u) for u in urls) == len(urls)
+    assert batched.add_many(urls[:20_000]) == 20_000
+    assert batched.add_many(urls[10_000:]) == 10_000               # half of these known
+    assert batched.add_many([]) == 0
+    assert bytes(batched._bits) == bytes(one._bits)
+    assert len(batched) == len(one) and batched.fill_ratio() == one.fill_ratio()
+    assert all(u in batched for u in urls[::7])
+    assert batched.add(urls[5]) is False and batched.add("http://new.example/") is True
+    assert batched.fill_ratio() == pytest.approx(one.fill_ratio(), abs=batched.k / batched.m_bits)
+
+
+def test_positions_wrap_at_64_bits_alike() -> None:
+    # h1 + i·h2 exceeds 2⁶⁴ for most URLs: the scalar and the batch positions must agree.
+    s = SeenSet(1_000_003, 1e-6)
+    urls = [f"http://h/{i}" for i in range(500)]
+    assert s._batch_positions(urls).tolist() == [s._positions(u) for u in urls]

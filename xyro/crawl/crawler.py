@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +37,7 @@ from xyro.clock import Clock
 from xyro.content.page import Child, PageOutcome, analyse
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
-from xyro.crawl.frontier import (BACKGROUND, DISCOVERY, LOADER, Frontier, Restored,
-                                 Submitted)
+from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
 from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
 from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
@@ -169,13 +168,6 @@ class Crawler:
     def seen(self) -> SeenSet:
         """The frontier's seen-set (every URL known to the crawl)."""
         return self.frontier.seen
-
-    def restore(self, rows: Iterable[tuple[str, int, int, float]], known_urls: Iterable[str],
-                links_only: frozenset[str] = frozenset(),
-                stop: threading.Event | None = None) -> Restored:
-        """Rebuild the seen-set from every known URL and the frontier from persisted rows
-        (``links_only``, rows held, ``stop``: :meth:`Frontier.restore`)."""
-        return self.frontier.restore(rows, known_urls, links_only, stop)
 
     # -- running -------------------------------------------------------------------------
 

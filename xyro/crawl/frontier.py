@@ -50,6 +50,7 @@ in the order memory changed. Lock order: journal → Frontier → HostScheduler 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -270,7 +271,8 @@ class Frontier(FrontierQueues):
 
     def restore(self, rows: Iterable[tuple[str, int, int, float]], known: Iterable[str],
                 links_only: frozenset[str] = frozenset(),
-                stop: threading.Event | None = None) -> Restored:
+                stop: threading.Event | None = None,
+                progress: Callable[[str, int], None] | None = None) -> Restored:
         """Seen-set from every ``known`` URL, queue from persisted rows (url, priority,
         depth, not_before) through the admission (the configuration may have changed since
         they were queued). ``links_only``: URLs the global PageRank estimate queued
@@ -281,32 +283,49 @@ class Frontier(FrontierQueues):
         narrowed by mistake (a typo in ``scope.allowed_domains``, a deleted seed) must not
         turn the queue into ``refused`` rows for good.
 
-        ``stop`` set (a SIGTERM during a long start) ends the restore early: the rows not
-        read stay in the store's frontier, for the next start."""
-        for i, url in enumerate(known):
-            if i % RESTORE_CHECK == 0 and stop is not None and stop.is_set():
+        Both are read in chunks of :data:`RESTORE_CHECK`: ``stop`` set (a SIGTERM during a
+        long start) ends the restore early (the rows not read stay in the store's frontier,
+        for the next start), and ``progress("known" or "queued", count so far)`` follows
+        each chunk."""
+        read = 0
+        for chunk in _chunks(known):
+            if stop is not None and stop.is_set():
                 return Restored(0, {})
-            self.seen.add(url)
+            self.seen.add_many(chunk)
+            read += len(chunk)
+            if progress is not None:
+                progress("known", read)
         held: dict[str, int] = {}
-        n = 0
-        with self._lock:
-            now = self._clock.now()
-            for i, row in enumerate(rows):
-                if i % RESTORE_CHECK == 0 and stop is not None and stop.is_set():
-                    break
-                offer = _row_offer(i, row)
-                source = (Source.LOADER if offer.priority == LOADER else
-                          Source.GLOBAL_ESTIMATE if offer.url in links_only else
-                          Source.RESTORE)
-                self.seen.add(offer.url)
-                refusal = self.admission.check(offer.url, offer.depth, source)
-                item = None if refusal is not None else self._item(offer, source)
-                if item is None:
-                    kind = (refusal or _no_host(offer.url)).kind
-                    held[kind] = held.get(kind, 0) + 1
-                else:
-                    n += self._push(item, now)
+        n = read = 0
+        for chunk in _chunks(rows):
+            if stop is not None and stop.is_set():
+                break
+            offers = [_row_offer(read + i, row) for i, row in enumerate(chunk)]
+            self.seen.add_many(offer.url for offer in offers)
+            with self._lock:
+                n += self._restore_offers(offers, links_only, held)
+            read += len(chunk)
+            if progress is not None:
+                progress("queued", read)
         return Restored(n, held)
+
+    def _restore_offers(self, offers: list[Offer], links_only: frozenset[str],
+                        held: dict[str, int]) -> int:
+        """Admission and queueing of restored rows (lock held); counts refusals in ``held``."""
+        n = 0
+        now = self._clock.now()
+        for offer in offers:
+            source = (Source.LOADER if offer.priority == LOADER else
+                      Source.GLOBAL_ESTIMATE if offer.url in links_only else
+                      Source.RESTORE)
+            refusal = self.admission.check(offer.url, offer.depth, source)
+            item = None if refusal is not None else self._item(offer, source)
+            if item is None:
+                kind = (refusal or _no_host(offer.url)).kind
+                held[kind] = held.get(kind, 0) + 1
+            else:
+                n += self._push(item, now)
+        return n
 
     def refusal(self, source: Source, url: str, depth: int = 0) -> Refusal | None:
         """The admission's verdict on ``url`` alone: nothing is queued, seen or counted
@@ -413,6 +432,13 @@ class Frontier(FrontierQueues):
         if item.kind not in PAGE_KINDS:
             return False
         return self.give_back(item, not_before)
+
+
+def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    """``items`` in lists of :data:`RESTORE_CHECK`."""
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, RESTORE_CHECK)):
+        yield chunk
 
 
 def _row_offer(i: int, row: Any) -> Offer:

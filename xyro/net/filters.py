@@ -58,7 +58,17 @@ def accepted_for(url: str, mime: str | None, patterns: tuple[str, ...],
 
 
 def url_path(url: str) -> str:
-    """The lowercased path; a URL urlsplit rejects (bad IPv6 brackets) is cut by hand."""
+    """The lowercased path; a URL urlsplit rejects (bad IPv6 brackets) is cut by hand.
+
+    An http(s) URL is cut by hand anyway: the path runs from the authority's end (the first
+    "/", "?" or "#" after "//") to the query or fragment, as urlsplit cuts it, at a fifth
+    of its cost (the admission asks it of every URL offered, and a start of every URL
+    queued)."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("http", "https") and url.isprintable():
+        rest = rest.partition("#")[0].partition("?")[0]
+        slash = rest.find("/")
+        return rest[slash:].lower() if slash >= 0 else ""
     try:
         return urlsplit(url).path.lower()
     except ValueError:

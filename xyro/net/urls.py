@@ -274,11 +274,17 @@ class ScopeSeeds:
     found: tuple[str, ...] = ()
 
 
+#: Hosts whose verdict a domain set remembers (then it starts over).
+_MEMO_HOSTS = 100_000
+
+
 class _DomainSet:
     """Domains matching themselves and their subdomains; lookup walks the host's suffixes."""
 
     def __init__(self, domains: Iterable[str]) -> None:
         self._domains = {_normalize_domain(d) for d in domains}
+        # Verdicts by host: a crawl asks about the same hosts over and over.
+        self._memo: dict[str, bool] = {}
 
     def union(self, domains: Iterable[str]) -> _DomainSet:
         return _DomainSet([*self._domains, *domains])
@@ -287,6 +293,17 @@ class _DomainSet:
         return bool(self._domains)
 
     def matches(self, host: str) -> bool:
+        if not self._domains:
+            return False
+        verdict = self._memo.get(host)
+        if verdict is None:
+            verdict = self._match(host)
+            if len(self._memo) >= _MEMO_HOSTS:
+                self._memo.clear()
+            self._memo[host] = verdict
+        return verdict
+
+    def _match(self, host: str) -> bool:
         if host in self._domains:
             return True
         if host.startswith("["):

@@ -31,6 +31,8 @@ log = logging.getLogger("xyro.crawl")
 SEED_PRIORITY = URGENT
 #: How often the daemon reads the seeds ``xyro seed`` adds while it runs (real seconds).
 SEED_POLL_S = 2.0
+#: URLs restored between two progress lines (a multiple of the restore's chunk).
+RESTORE_LOG_EVERY = 1_000_000
 
 
 def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | None = None,
@@ -158,7 +160,11 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     conn = store.read_connection()
     try:
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
-        restored = crawler.restore(rows, crawl_queries.known_urls(conn), links_only, stop)
+        if rows:
+            log.info("restoring the crawl: the seen-set from every stored URL, then %d "
+                     "queued URLs", len(rows))
+        restored = crawler.frontier.restore(rows, crawl_queries.known_urls(conn), links_only,
+                                            stop, _restore_progress(len(rows)))
     finally:
         conn.close()
     if restored.held:
@@ -170,6 +176,18 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     if not allow_private:
         _warn_private([row[0] for row in rows])
     return restored.queued
+
+
+def _restore_progress(queued: int) -> Callable[[str, int], None]:
+    """A log line each :data:`RESTORE_LOG_EVERY` URLs restored (a start can take minutes)."""
+    def progress(phase: str, done: int) -> None:
+        if done % RESTORE_LOG_EVERY:
+            return
+        if phase == "known":
+            log.info("restoring: %d stored URLs read into the seen-set", done)
+        else:
+            log.info("restoring: %d of %d queued URLs read", done, queued)
+    return progress
 
 
 def _warn_private(urls: list[str]) -> None:
