@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import brotli
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder, parse_content_encoding
 from xyro.content.classify import classify, sniff
 from xyro.net.filters import (
-    DEFAULT_ACCEPT_CONTENT_TYPES, content_type_accepted, mime_type, suffix_skipped,
+    DEFAULT_ACCEPT_CONTENT_TYPES, content_type_accepted, mime_type, suffix_skipped, url_path,
 )
 from xyro.records import ErrorKind, FetchResult
 
@@ -32,6 +33,20 @@ def test_suffix_filter(url: str, skipped: bool) -> None:
 def test_suffix_filter_with_a_custom_set() -> None:
     assert suffix_skipped("http://a.org/x.xml", frozenset({".xml"}))
     assert not suffix_skipped("http://a.org/x.jpg", frozenset({".xml"}))
+
+
+@pytest.mark.parametrize("url", [
+    "http://a/b/c.XML?x=1#f", "http://a?b/c.jpg", "http://a#b/c.jpg", "https://a:80",
+    "http://a/", "HTTP://A/B.PNG", "http://u:p@a/x/y.z", "http://[::1]/p.jpg", "http://a/b;p?q",
+    "http://a//b//c", "http://a/%C3%A9t%C3%A9.png", "http://a/\u00e9t\u00e9.png",
+    "http://a/b\tc.png", "https://a/b c/d.gif?e",
+])
+def test_the_path_is_cut_as_urlsplit_cuts_it(url: str) -> None:
+    # The admission cuts every URL offered by hand (a fifth of urlsplit's cost): same path.
+    from urllib.parse import urlsplit
+
+    url = url.encode().decode("unicode_escape")
+    assert url_path(url) == urlsplit(url).path.lower()
 
 
 def _result(body: bytes, content_type: str | None, url: str = "http://a.org/doc") -> FetchResult:
@@ -154,6 +169,31 @@ def test_empty_gzip_members_do_not_end_the_body() -> None:
 def test_bytes_after_the_last_gzip_member_are_padding() -> None:
     for tail in (b"\x1f", b"\x00", b"\x1f\x00junk", b"\n"):
         assert _feed_in_chunks(Decoder(["gzip"], 100), _member(b"doc") + tail, 3) == b"doc"
+
+
+@pytest.mark.parametrize("name, pack", [
+    ("gzip", _member), ("deflate", zlib.compress),
+    ("deflate", lambda data: (lambda c: c.compress(data) + c.flush())(
+        zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS))),
+    ("br", brotli.compress),
+])
+def test_a_stream_the_body_ends_inside_is_an_encoding_error(name: str, pack: Any) -> None:
+    # A connection closed early under a Content-Length counting only what was sent: the
+    # part decoded must not pass for the whole document (its links, its version).
+    text = b"".join(b"<a href='/p%d'>page %d</a>\n" % (i, i) for i in range(3000))
+    packed = pack(text)
+    assert _feed_in_chunks(Decoder([name], 10**6), packed, 4096) == text
+    for cut in (1, len(packed) // 2, len(packed) - 1):
+        with pytest.raises(BodyEncodingError, match=f"truncated {name} stream"):
+            _feed_in_chunks(Decoder([name], 10**6), packed[:cut], 4096)
+    assert _feed_in_chunks(Decoder([name], 10**6), b"", 4096) == b""   # no body at all
+
+
+def test_a_second_gzip_member_cut_short_is_an_encoding_error() -> None:
+    with pytest.raises(BodyEncodingError, match="truncated gzip stream"):
+        _feed_in_chunks(Decoder(["gzip"], 10**6), _member(b"first") + _member(b"second")[:12], 5)
+    with pytest.raises(BodyEncodingError, match="truncated gzip file stream"):
+        _feed_in_chunks(Decoder([], 10**6, gzip_file=True), _member(b"<urlset/>")[:15], 5)
 
 
 def test_decoder_cap_is_exact() -> None:

@@ -40,6 +40,9 @@ class BodyEncodingError(Exception):
 
 
 class _Stage(Protocol):
+    def complete(self) -> bool:
+        """The stream ended where its coding says it ends (not cut short in transit)."""
+
     def process(self, data: bytes, limit: int) -> bytes:
         """Take ``data`` (may be empty) and return at most about ``limit`` output bytes.
 
@@ -65,6 +68,12 @@ class _ZlibStage:
         # a valid zlib header is CM=8 and a 16-bit check divisible by 31.
         wrapped = first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
         return zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+
+    def complete(self) -> bool:
+        # Mid-member, or a lone first byte: the body stopped inside the stream.
+        if self._d is not None:
+            return self._d.eof
+        return self._eof or self._between_members or not self._tail
 
     def process(self, data: bytes, limit: int) -> bytes:
         buf = self._tail + data if self._tail else data
@@ -106,6 +115,9 @@ class _WrappedGzipStage:
         self._inner: _Stage | None = None
         self._head = b""
 
+    def complete(self) -> bool:
+        return self._inner is None or self._inner.complete()
+
     def process(self, data: bytes, limit: int) -> bytes:
         if self._inner is None:
             self._head += data
@@ -120,6 +132,9 @@ class _WrappedGzipStage:
 class _PassThrough:
     """Identity: the bytes as they are (the Decoder's caps still count them)."""
 
+    def complete(self) -> bool:
+        return True
+
     def process(self, data: bytes, limit: int) -> bytes:
         return data
 
@@ -130,9 +145,14 @@ class _BrotliStage:
     def __init__(self) -> None:
         self._d = brotli.Decompressor()
         self._queue = bytearray()
+        self._started = False
+
+    def complete(self) -> bool:
+        return not self._started or self._d.is_finished()
 
     def process(self, data: bytes, limit: int) -> bytes:
         self._queue += data
+        self._started = self._started or bool(data)
         try:
             # The decompressor must see only empty input until it can accept more.
             if self._d.can_accept_more_data():
@@ -180,6 +200,8 @@ class Decoder:
                     f"unsupported Content-Encoding {name!r} (gzip, deflate, br are decoded)")
         if gzip_file:
             self._stages.append(_WrappedGzipStage())
+        # What each stage undoes, for errors.
+        self._names = [*reversed(encodings), *(["gzip file"] if gzip_file else [])]
         self._cap = max_decoded_bytes
         self._produced = [0] * len(self._stages)
         self._out = bytearray()
@@ -195,11 +217,21 @@ class Decoder:
 
     def finish(self) -> bytes:
         """Flush every stage, outermost first, and return the decoded body (an inner stage
-        is fed only when the one before it has output: each needs its own flush)."""
+        is fed only when the one before it has output: each needs its own flush).
+
+        Raises BodyEncodingError for a stream the body ends inside: a connection that
+        closed early under a Content-Length counting only what was sent would otherwise
+        pass a part of the document off as all of it."""
         for index in range(len(self._stages)):
             if self.cut:
                 break
             self._push(index, b"")
+        if not self.cut:
+            for stage, name in zip(self._stages, self._names):
+                if not stage.complete():
+                    raise BodyEncodingError(
+                        f"truncated {name} stream: the body ends before "
+                        f"the stream does (cut short in transit, or by the server)")
         return bytes(self._out)
 
     def cut_here(self) -> bytes:
