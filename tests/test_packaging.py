@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -45,6 +46,19 @@ def test_unit_runs_the_daemon_command_as_notify_service() -> None:
     assert re.search(r"^ExecStart=\S*xyro .* run$", text, re.M)
     assert not re.search(r"^DynamicUser=yes", text, re.M), "operators must read the state dir"
     assert "run" in _commands(cli)
+
+
+def test_the_unit_does_not_restart_on_a_configuration_error(tmp_path: Path) -> None:
+    # A bad key exits 2 (as does a second crawler on the database): restarting every 10 s
+    # cannot fix it, so the unit must fail instead.
+
+    assert re.search(r"^Restart=on-failure$", UNIT.read_text(), re.M)
+    assert re.search(r"^RestartPreventExitStatus=2$", UNIT.read_text(), re.M)
+    config = tmp_path / "xyro.yaml"
+    config.write_text(f"storage:\n  database: {tmp_path / 'x.db'}\n  warehuose_dir: w\n")
+    done = subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), "run"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "warehuose_dir" in done.stderr, done.stderr
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None,
