@@ -288,6 +288,35 @@ def test_demo_with_unwritable_folder(world: Path) -> None:
     one_line(result, 2, locked, "as user nobody")
 
 
+def _lock_as_nobody(world: Path, db: Path) -> subprocess.CompletedProcess[str]:
+    """The crawl lock of ``db`` taken by user nobody, as the service's ``xyro run`` takes it."""
+    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+            "from pathlib import Path\n"
+            "from xyro.service.crawl_lock import CrawlLock\n"
+            f"with CrawlLock(Path({str(db)!r})): print('locked')\n")
+    return subprocess.run([*AS_NOBODY, sys.executable, "-c", code], cwd=world,
+                          env=_env("/nonexistent"), capture_output=True, text=True, timeout=60)
+
+
+def test_a_root_seed_leaves_a_lock_the_service_user_can_take(world: Path) -> None:
+    # `sudo xyro seed` on the service's database creates <database>.lock: owned as the
+    # database is, not by root, or the service (another user) could never start again.
+    own = folder(world / "own", owner="nobody")
+    db, warehouse = own / "xyro.db", own / "warehouse"
+    assert nobody(world, *storage(db, warehouse), "init").returncode == 0
+    lock = own / "xyro.db.lock"
+    lock.unlink(missing_ok=True)
+    as_root(world, *storage(db, warehouse), "seed", SEED)
+    assert lock.stat().st_uid == pwd.getpwnam("nobody").pw_uid
+    taken = _lock_as_nobody(world, db)
+    assert taken.returncode == 0 and taken.stdout == "locked\n", taken.stderr
+    # A root-owned lock file left by an older version: locked read-only all the same.
+    os.chown(lock, 0, 0)
+    lock.chmod(0o644)
+    taken = _lock_as_nobody(world, db)
+    assert taken.returncode == 0 and taken.stdout == "locked\n", taken.stderr
+
+
 # -- read-only commands on a healthy store nobody may not write ---------------------------
 
 def _hold_open(db: Path) -> subprocess.Popen[str]:

@@ -60,20 +60,46 @@ class CrawlLock:
         self.release()
 
     def acquire(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise AccessError(
-                f"cannot open the crawl lock {self.path}: {exc.strerror or exc}; the crawler "
-                f"needs to write the database's folder (storage.database)") from None
+        fd, writable = self._open()
         try:
             self._lock(fd)
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        if writable:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+
+    def _open(self) -> tuple[int, bool]:
+        """The lock file's descriptor, and whether it takes this process's pid.
+
+        Root (a `sudo xyro seed`) creates it owned as the database is, so the service's
+        user can still lock it; a lock file another user owns already is locked read-only
+        (flock needs no write access), without the pid."""
+        created = not self.path.exists()
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except PermissionError:
+            return self._open_read_only(), False
+        except OSError as exc:
+            raise self._access_error(exc) from None
+        if created and os.geteuid() == 0:
+            _own_as(fd, self.database)
+        return fd, True
+
+    def _open_read_only(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise self._access_error(exc) from None
+
+    def _access_error(self, exc: OSError) -> AccessError:
+        owner = _owner(self.path)
+        return AccessError(
+            f"cannot open the crawl lock {self.path}{owner}: {exc.strerror or exc}; the "
+            f"crawler needs to read it and to write the database's folder (storage.database)"
+            f"; run xyro as the database's owner (sudo -u xyro ...)")
 
     def _lock(self, fd: int) -> None:
         deadline = time.monotonic() + self._wait_s
@@ -117,6 +143,24 @@ def crawler_alive(database: Path) -> bool | None:
     finally:
         os.close(fd)
     return False
+
+
+def _own_as(fd: int, database: Path) -> None:
+    """Give the lock file ``database``'s owner and group (best effort: no database yet, or
+    a filesystem without owners, leaves it as created)."""
+    try:
+        st = database.stat()
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except OSError:
+        pass
+
+
+def _owner(path: Path) -> str:
+    """`` (owned by uid N)`` for an existing file, or nothing."""
+    try:
+        return f" (owned by uid {path.stat().st_uid})"
+    except OSError:
+        return ""
 
 
 def _read_pid(fd: int) -> int | None:
