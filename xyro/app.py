@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from xyro.crawl.hosts import HostScheduler
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.unit_budget import UnitBudget
-from xyro.errors import AccessError, XyroError
+from xyro.errors import AccessError, UsageError, XyroError
 from xyro.loader import LoaderSettings, Warehouse
 from xyro.loader.catalogs import SYSTEM_CATALOG, Catalogs
 from xyro.loader.stage import LoaderStage
@@ -158,6 +159,47 @@ def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> in
 WAREHOUSE_WRITING = "warehouse.writing"
 
 
+#: State key: the id of this database, written in the warehouse it owns (:data:`OWNER_FILE`).
+WAREHOUSE_OWNER = "warehouse.owner"
+#: The file naming, by that id, the database a warehouse belongs to.
+OWNER_FILE = ".xyro-database"
+
+
+def claim_warehouse(store: MetadataStore, warehouse: Warehouse) -> None:
+    """One warehouse per database: the crash sweep and the prune delete the blobs their
+    database does not reference, which would be another database's documents. A warehouse
+    names its database in :data:`OWNER_FILE`; an unclaimed one (new, or older than the
+    file) is claimed, one claimed by another database is refused (exit 2)."""
+    mine = store.get_state(WAREHOUSE_OWNER)
+    marker = warehouse.root / OWNER_FILE
+    try:
+        theirs: str | None = marker.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        theirs = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AccessError(f"cannot read {marker}: {exc}; it names the database this "
+                          f"warehouse belongs to") from None
+    if theirs is not None and theirs == mine:
+        return
+    if theirs is not None:
+        raise UsageError(
+            f"the warehouse {warehouse.root} (storage.warehouse_dir) holds the documents of "
+            f"another database (id {theirs}, not {store.path}'s): two databases sharing one "
+            f"warehouse would delete each other's documents; give this one its own "
+            f"storage.warehouse_dir, or, if that database is gone for good, delete {marker}")
+    if mine is None:
+        mine = uuid.uuid4().hex
+        store.set_state(WAREHOUSE_OWNER, mine)
+    part = marker.with_name(OWNER_FILE + ".part")
+    try:
+        warehouse.root.mkdir(parents=True, exist_ok=True)
+        part.write_text(f"{mine}\n", encoding="ascii")
+        part.replace(marker)
+    except OSError as exc:
+        raise AccessError(f"cannot write {marker}: {exc.strerror or exc}; the crawler needs "
+                          f"to write storage.warehouse_dir") from None
+
+
 def sweep_after_crash(store: MetadataStore, warehouse: Warehouse) -> int:
     """Delete the blobs a killed crawl wrote without their rows (and temporary files), when
     the last crawl did not close cleanly; then mark this one as writing. Run before the
@@ -218,6 +260,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     hosts = HostScheduler(polite.delay_s, clock, enforce=enforce_politeness,
                           max_retry_after_s=polite.max_retry_after_s)
     warehouse = Warehouse(cfg.storage.warehouse_dir)
+    claim_warehouse(store, warehouse)
     sweep_after_crash(store, warehouse)
     with store.atomic() as conn:
         versions.forget_pending(conn)

@@ -11,7 +11,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xyro.app import WAREHOUSE_WRITING
+from xyro.errors import UsageError
 from xyro.loader import Warehouse
 from xyro.service.crawl_run import run_crawl
 
@@ -49,3 +52,28 @@ def test_blobs_a_killed_crawl_left_without_rows_are_removed_at_the_next_start(
     assert run_crawl(app, max_seconds=30).stop_reason == "frontier exhausted"
     assert list(warehouse.keys()) == kept and not tmp.exists()
     assert _state(db) == 0
+
+
+def test_a_second_database_may_not_share_the_warehouse(
+        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+    # The crash sweep (and the prune) delete what their database does not reference: on a
+    # shared warehouse that is the other database's documents. The second one is refused.
+    site = routed_site(lambda path: (200, {"Content-Type": "application/xml"}, DOC))
+    seeds = f"seeds={json.dumps([site.base + '/c.xml'])}"
+    first = local_app_for(tmp_path, seeds)
+    assert run_crawl(first, max_seconds=30).stop_reason == "frontier exhausted"
+    stored = list(Warehouse(tmp_path / "warehouse").keys())
+    other = tmp_path / "other"
+    other.mkdir()
+    second = local_app_for(other, seeds, f"storage.warehouse_dir={tmp_path / 'warehouse'}")
+    conn = sqlite3.connect(other / "xyro.db")
+    with conn:   # as if the second crawl had been killed: its start sweeps
+        conn.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, '1')",
+                     (WAREHOUSE_WRITING,))
+    conn.close()
+    with pytest.raises(UsageError, match="holds the documents of another database"):
+        run_crawl(second, max_seconds=30)
+    assert list(Warehouse(tmp_path / "warehouse").keys()) == stored
+    # The first database still owns it, across its restarts.
+    assert run_crawl(first, max_seconds=30).stop_reason == "frontier exhausted"
+    assert list(Warehouse(tmp_path / "warehouse").keys()) == stored
