@@ -278,7 +278,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_attributes_per_element=loader_cfg.max_attributes_per_element,
                        max_namespaces_in_scope=loader_cfg.max_namespaces_in_scope),
         warehouse, readers.latest_version,
-        catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes))
+        catalogs=xml_catalogs(loader_cfg.catalogs, loader_cfg.max_entity_bytes),
+        now=clock.now)
     # The frontier owns queued work: one admission, and the writer's submit to record every
     # enqueue and dequeue itself (DESIGN.md §2).
     opic = build_opic(app, store, writer.submit)

@@ -4,12 +4,14 @@ Filled by the crawl engine with the bodies of URLs it fetched at the loader's re
 most ``max_entity_bytes`` each, at most ``max_entries`` of them, least recently used out
 first); on a miss it asks its ``fallback`` (the warehouse copy an earlier run stored), so a
 restarted crawler does not fetch every DTD again. Failed URLs are remembered with their reason, so documents needing them fail at
-once instead of asking the crawler again. Thread-safe: fetch workers read it while the
+once instead of asking the crawler again, for ``failure_ttl_s`` (by the ``now`` clock)
+before it is asked again. Thread-safe: fetch workers read it while the
 dispatcher fills it.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,13 +21,17 @@ class EntityCache:
     """URL → bytes of fetched DTDs and external entities, capped in size and count."""
 
     def __init__(self, max_entity_bytes: int = 2 * 2**20, max_entries: int = 1000,
-                 fallback: Callable[[str], bytes | None] | None = None) -> None:
+                 fallback: Callable[[str], bytes | None] | None = None,
+                 failure_ttl_s: float = math.inf,
+                 now: Callable[[], float] | None = None) -> None:
         self.max_entity_bytes = max_entity_bytes
         # Second level: DTDs/entities stored in the warehouse by an earlier run.
         self._fallback = fallback
         self.max_entries = max_entries
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
-        self._failed: OrderedDict[str, str] = OrderedDict()
+        self._failed: OrderedDict[str, tuple[str, float]] = OrderedDict()  # (why, when)
+        self.failure_ttl_s = failure_ttl_s
+        self._now = now or (lambda: 0.0)
         self._lock = threading.Lock()
 
     def get(self, url: str) -> bytes | None:
@@ -41,9 +47,16 @@ class EntityCache:
         return None
 
     def failure(self, url: str) -> str | None:
-        """Why ``url`` could not be obtained, or None."""
+        """Why ``url`` could not be obtained, or None (also once the failure is older than
+        ``failure_ttl_s``: it is to be fetched again)."""
         with self._lock:
-            return self._failed.get(url)
+            failed = self._failed.get(url)
+            if failed is None:
+                return None
+            if self._now() - failed[1] >= self.failure_ttl_s:
+                del self._failed[url]
+                return None
+            return failed[0]
 
     def put(self, url: str, body: bytes) -> str | None:
         """Cache ``body`` for ``url``; returns the reason when it is refused (too large)."""
@@ -63,7 +76,7 @@ class EntityCache:
     def fail(self, url: str, reason: str) -> None:
         with self._lock:
             self._bodies.pop(url, None)
-            self._failed[url] = reason
+            self._failed[url] = (reason, self._now())
             self._failed.move_to_end(url)
             while len(self._failed) > self.max_entries:
                 self._failed.popitem(last=False)

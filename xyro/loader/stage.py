@@ -58,11 +58,13 @@ class LoaderStage:
 
     def __init__(self, settings: LoaderSettings, warehouse: Warehouse,
                  latest_version: LatestVersion, cache: EntityCache | None = None,
-                 catalogs: Catalogs | None = None) -> None:
+                 catalogs: Catalogs | None = None,
+                 now: Callable[[], float] | None = None) -> None:
         self.settings = settings
         self.warehouse = warehouse
         self.cache = cache or EntityCache(settings.max_entity_bytes, settings.max_cache_entries,
-                                          fallback=self._stored_entity)
+                                          fallback=self._stored_entity,
+                                          failure_ttl_s=settings.failed_need_retry_s, now=now)
         self.catalogs = catalogs
         # Where the DTDs and entities of loaded documents came from (xyro status).
         self._sources = {"catalog": 0, "cache": 0, "web": 0}
