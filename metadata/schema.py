@@ -56,7 +56,7 @@ import numpy as np
 from metadata.errors import MetadataError
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 9
+CURRENT_VERSION = 10
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -314,6 +314,21 @@ def _v8_to_v9(conn: sqlite3.Connection) -> None:
     conn.execute(V9_DDL)
 
 
+#: Never-loaded pages whose fetches failed, in the order their retries fall due, and each
+#: URL's error rows (the kind of its last failure): ``refresh_queries.retries_due``. The
+#: limit is ``refresh_queries.ERROR_TRIES`` (a partial index needs it written out).
+V10_DDL = """
+CREATE INDEX urls_retry ON urls(last_access) WHERE type = 'error' AND accesses < 4;
+CREATE INDEX errors_url ON errors(url_id);
+"""
+
+
+def _v9_to_v10(conn: sqlite3.Connection) -> None:
+    for statement in V10_DDL.split(";"):   # executescript would commit the migration
+        if statement.strip():
+            conn.execute(statement)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -325,6 +340,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
     8: ("the start URLs added with xyro seed", _v7_to_v8),
     9: ("seeds found where a seed redirected to", _v8_to_v9),
+    10: ("failed never-loaded pages by retry time; errors by URL", _v9_to_v10),
 }
 
 

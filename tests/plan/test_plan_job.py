@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from metadata import MetadataStore, SetRefresh, SetState
+from metadata import FetchRecord, MetadataStore, PageType, SetRefresh, SetState
 from metadata.records import Refuse
 from metadata import refresh_queries as rq
 from refresh import ChangeObservations, folders_after, signature_rate
@@ -413,3 +413,34 @@ def test_a_host_is_judged_on_all_its_checked_pages_not_the_units_few(
     assert conn.execute("SELECT count(*), sum(lm_reliable) FROM urls WHERE lm_reliable "
                         "IS NOT NULL").fetchone() == (10, 9)
     conn.close()
+
+
+def test_a_never_loaded_page_whose_fetch_failed_is_tried_again_with_back_off(
+        store, fill, planner) -> None:
+    # Its links led here and a 500, a timeout or a body cut short may pass: it is discovered
+    # again after one unit, then two, then four (ERROR_TRIES fetches in all); a lasting
+    # failure (robots.txt, a refused type) is not tried again. Never a refresh: it is no
+    # document yet.
+    def failed(url: str, at_unit: float, kind: str, status: int | None = None) -> FetchRecord:
+        return FetchRecord(url, START + UNIT * at_unit, PageType.ERROR, http_status=status,
+                           error_kind=kind, error_detail=f"{kind} at unit {at_unit}")
+
+    fill([failed("http://a.example/500.xml", 10.0, "http_status", 500),
+          failed("http://a.example/slow.xml", 10.5, "timeout"),
+          failed("http://a.example/cut.xml", 19.5, "truncated"),     # less than a unit ago
+          failed("http://a.example/private.xml", 10.0, "robots"),
+          failed("http://a.example/pdf", 10.0, "content_type")])
+
+    def discovered(now_unit: float) -> list[str]:
+        due = planner(store, [], now_unit=now_unit).due_now(int(now_unit))
+        return [url for url, level in due if level == DISCOVERY]
+
+    assert discovered(20.0) == ["http://a.example/500.xml", "http://a.example/slow.xml"]
+    fill([failed("http://a.example/500.xml", 20.0, "http_status", 503)])   # second try
+    assert discovered(20.6) == ["http://a.example/slow.xml", "http://a.example/cut.xml"]
+    assert "http://a.example/500.xml" not in discovered(21.9)             # waits 2 units
+    assert "http://a.example/500.xml" in discovered(22.0)
+    fill([failed("http://a.example/500.xml", 22.0, "connect"),
+          failed("http://a.example/500.xml", 26.0, "http_status", 500)])  # 4 tries: final
+    assert "http://a.example/500.xml" not in discovered(100.0)
+    assert rq.ERROR_TRIES == 4

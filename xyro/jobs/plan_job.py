@@ -131,7 +131,8 @@ class RefreshPlanner:
         self._conn = conn
         self._submit = submit
         self._clock = clock
-        if settings.discovery_share > 0 and not q.unread_ranked(conn, 1):
+        if settings.discovery_share > 0 and not q.unread_ranked(conn, 1) and not \
+                q.retries_due(conn, clock.now(), settings.time_unit_s, 1):
             # Nothing left to discover: all of G refreshes (compose_unit would hand the idle
             # discovery share to due pages, but the intervals must be planned for it too).
             settings = replace(settings, discovery_share=0.0)
@@ -192,7 +193,7 @@ class RefreshPlanner:
             due = self._baseline_due()
         n_disc = int(round(self._s.discovery_share * self._s.bandwidth))
         spare = max(0, self._s.bandwidth - n_disc - due.ids.size)
-        unread = np.asarray(q.unread_ranked(self._conn, n_disc + spare), dtype=np.int64)
+        unread = self._unread(n_disc + spare)
         fetch = compose_unit(due.ids, due.priority, unread, self._s.bandwidth,
                              self._s.discovery_share)
         ahead = (self._ahead(unit, fetch, refiled) if self._s.policy == "planner"
@@ -206,6 +207,14 @@ class RefreshPlanner:
                         **dict.fromkeys((found[int(i)][0] for i in ahead), self._latest())}
                        if self._s.policy == "planner" else {})
         return out, fetch, ahead
+
+    def _unread(self, limit: int) -> np.ndarray:
+        """Up to ``limit`` pages to discover: never-loaded pages whose failed fetches are
+        due for another try first (their links led here, and the failure may have been
+        passing), then unread URLs in OPIC order."""
+        retry = q.retries_due(self._conn, self._clock.now(), self._s.time_unit_s, limit)
+        unread = q.unread_ranked(self._conn, limit - len(retry))
+        return np.asarray(retry + unread, dtype=np.int64)
 
     def _ahead(self, unit: int, fetch: UnitFetchList, refiled: dict[int, int | None]
                ) -> np.ndarray:
