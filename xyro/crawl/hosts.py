@@ -270,6 +270,20 @@ class HostScheduler:
                     self._schedule(host, st, nxt)
             return st.next_ok
 
+    def resume(self, host: str, last_start: float) -> float:
+        """A request to ``host`` started at ``last_start`` before this process (a restart):
+        the delay counts from it, as from a start of this process. Returns the host's next
+        allowed start."""
+        with self._lock:
+            st = self._get(host)
+            st.last_start = max(st.last_start, last_start)
+            nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
+            if nxt > st.next_ok:
+                st.next_ok = nxt
+                if st.token >= 0 and self.enforce:
+                    self._schedule(host, st, nxt)
+            return st.next_ok
+
     # -- inspection -------------------------------------------------------------------
 
     def in_flight(self, host: str | None = None) -> int:

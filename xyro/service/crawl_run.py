@@ -31,6 +31,9 @@ log = logging.getLogger("xyro.crawl")
 SEED_PRIORITY = URGENT
 #: How often the daemon reads the seeds ``xyro seed`` adds while it runs (real seconds).
 SEED_POLL_S = 2.0
+#: How far back a start looks for each host's last request: its delay (or Crawl-delay,
+#: capped far below this) counts from there, so a restart never comes sooner.
+POLITENESS_MEMORY_S = 86_400.0
 #: URLs restored between two progress lines (a multiple of the restore's chunk).
 RESTORE_LOG_EVERY = 1_000_000
 
@@ -149,7 +152,8 @@ def _nothing_queued(store: MetadataStore, crawler: Any, has_seeds: bool) -> None
 def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = True,
                      links_only: frozenset[str] = frozenset(),
                      stop: threading.Event | None = None) -> int:
-    """Seen-set from every known URL, frontier from the persisted rows; returns rows queued.
+    """Seen-set from every known URL, frontier from the persisted rows, each host's last
+    request (the delays count from there); returns rows queued.
     ``links_only``: the URLs the global PageRank estimate queued (restored as its own);
     ``stop`` set ends the restore early (the rest stays in the store's frontier).
 
@@ -159,6 +163,9 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     """
     conn = store.read_connection()
     try:
+        now = crawler.clock.now()
+        for host, last in crawl_queries.recent_hosts(conn, now - POLITENESS_MEMORY_S):
+            crawler.frontier.hosts.resume(host, min(last, now))
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
         if rows:
             log.info("restoring the crawl: the seen-set from every stored URL, then %d "
