@@ -332,6 +332,7 @@ class LoaderConfig(_Section):
     dtd_validation: bool = True
     max_entity_bytes: int = Field(2 * 2**20, ge=1)
     max_cached_entities: int = Field(1000, ge=1)
+    max_entity_urls: int = Field(128, ge=1)
     max_pending_bytes: int = Field(256 * 2**20, ge=0)
     max_expansion_factor: float = Field(10.0, ge=1.0)
     max_attributes_per_element: int = Field(512, ge=1)

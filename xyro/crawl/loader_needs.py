@@ -96,6 +96,14 @@ class LoaderNeeds:
              previous: Held | None, now: float) -> None:
         """Hold the document and ask for its needs at level 0; too many held → fetch it later."""
         cache = self.loader.cache
+        asked = (previous.asked if previous is not None else set()) | set(needs)
+        limit = self.loader.settings.max_entity_urls
+        if len(asked) > limit:
+            self.loader.pending.release(item.url)
+            self._fail(previous or Held(item, result, now), LoadError.ENTITY,
+                       f"needs more than {limit} DTD and entity URLs "
+                       f"(loader.max_entity_urls); none more is fetched for it")
+            return
         for need in needs:
             reason = cache.failure(need)  # failed while this document was being parsed
             if reason is None:
@@ -113,6 +121,8 @@ class LoaderNeeds:
             return
         held = self.loader.hold(item, result, needs, now, previous)
         self.frontier.submit(Source.LOADER, needs, LOADER, depth=item.depth)
+        if held is not None:
+            held.asked = asked
         if held is None:  # memory cap: not recorded; its row stays in the store
             self.frontier.give_back(item, now + RETRY_WHEN_FULL_S)
             return

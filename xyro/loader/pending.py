@@ -23,6 +23,7 @@ class Held:
     since: float
     needs: set[str] = field(default_factory=set)
     rounds: int = 0        # loads so far (a DTD may reveal more entities each round)
+    asked: set[str] = field(default_factory=set)  # every need of every round
 
 
 class PendingDocuments:

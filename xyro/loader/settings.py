@@ -30,6 +30,8 @@ class LoaderSettings:
     max_url_length: int = 2048
     max_attributes_per_element: int = 512
     max_namespaces_in_scope: int = 128
+    #: DTD and entity URLs one document may have fetched, over all its rounds.
+    max_entity_urls: int = 128
     #: How long a DTD or entity that could not be fetched fails the documents needing it
     #: at once; then it is asked again (a server's outage, a 500, is rarely for good).
     failed_need_retry_s: float = 3600.0
