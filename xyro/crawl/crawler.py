@@ -4,7 +4,7 @@ record.
 Data flow (DESIGN.md §2): the dispatcher pops polite work from the :class:`Frontier`
 (robots.txt first, one request per host, delays), hands it to workers; a worker fetches and
 analyses the page (type, MD5, canonical links — the CPU-heavy part) and returns a
-:class:`_Done`; the dispatcher then frees the host's slot and completes the item through
+:class:`Done`; the dispatcher then frees the host's slot and completes the item through
 the frontier, which admits the page's links (seen-set, scope, depth, traps, suffixes) and
 hands the writer ONE :class:`FetchRecord` per page, whose transaction also moves the
 persisted frontier. A crash therefore loses at most the last unflushed batch, and a restart
@@ -40,7 +40,8 @@ from xyro.crawl.admission import Source
 from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
 from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
 from xyro.crawl.loader_needs import LoaderNeeds
-from xyro.crawl.publishing import Publication, PublicationChannel, read_publication, sniff_publication
+from xyro.crawl.publishing import Publication, PublicationChannel, publication_of
+from xyro.crawl.work_items import Done, Resume
 from xyro.crawl.redirects import Redirects
 from xyro.crawl.retry_policy import PrerequisiteRetries, RetryPolicy
 from xyro.crawl.robots_answers import RobotsAnswers
@@ -50,6 +51,7 @@ from xyro.loader.document import LoadError
 from xyro.loader.outside import outside_links
 from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
+from xyro.loader.warehouse import WarehouseWriteError
 from xyro.records import ErrorKind, FetchResult
 
 if TYPE_CHECKING:  # ranking (numba) is imported only when OPIC is built (app.build_opic)
@@ -87,25 +89,6 @@ class CrawlSettings:
     max_redirects: int = 5               # hops followed (through the frontier) from one URL
     max_retry_after_s: float = 3600.0    # a URL's 429/503 pause at most (as its host's)
     progress_interval_s: float = 1.0     # real seconds between progress callbacks
-
-
-@dataclass(frozen=True, slots=True)
-class _Done:
-    item: FrontierItem
-    result: FetchResult
-    outcome: PageOutcome | None  # None for robots.txt fetches
-    needs: tuple[str, ...] = ()  # an XML document waiting for these DTDs/entities
-    version: XmlVersion | None = None
-    resumed: Held | None = None  # a pending document loaded again (its fetch is done)
-    prior: PriorFetch = NEVER_FETCHED  # the page's previous fetch, for its change date
-    publication: Publication | None = None  # the body was a sitemap or a feed
-
-
-@dataclass(frozen=True, slots=True)
-class _Resume:
-    """Work item: load a held document again, its DTDs/entities having arrived."""
-
-    held: Held
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +130,8 @@ class Crawler:
         self.budget = budget
         # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
         self._fetch_for_loader = fetch_for_loader or fetch
-        self._work: queue.SimpleQueue[FrontierItem | _Resume | None] = queue.SimpleQueue()
-        self._done: queue.SimpleQueue[_Done] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[FrontierItem | Resume | None] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._retries = RetryPolicy(settings.max_retries,
@@ -163,6 +146,8 @@ class Crawler:
             self._record)
         self._in_flight = 0
         self._pages_dispatched = 0
+        #: Why the crawl cannot go on (the warehouse refuses documents), or None.
+        self.fatal: str | None = None
 
     @property
     def seen(self) -> SeenSet:
@@ -239,6 +224,8 @@ class Crawler:
 
     def _stop_reason(self, stop: threading.Event, deadline: float | None,
                      max_pages: int | None) -> str | None:
+        if self.fatal is not None:
+            return self.fatal
         if stop.is_set():
             self._stop.set()  # lets in-flight fetches give up early
             return "stop requested"
@@ -307,27 +294,29 @@ class Crawler:
 
     def _worker(self) -> None:
         while (work := self._work.get()) is not None:
-            if isinstance(work, _Resume):
+            if isinstance(work, Resume):
                 self._done.put(self._resume(work.held))
                 self._wake.set()
                 continue
             item = work
             try:
                 done = self._process(item)
+            except WarehouseWriteError as exc:
+                done = self._unstored(item, exc)
             except Exception as exc:  # a bug must not kill the worker or lose the item
                 log.exception("internal error on %s", item.url)
                 result = FetchResult(url=item.url, final_url=item.url,
                                      error_kind=ErrorKind.PARSE,
                                      error_detail=f"internal error: {type(exc).__name__}: {exc}")
-                done = _Done(item, result, None if item.kind == "robots" else
+                done = Done(item, result, None if item.kind == "robots" else
                              PageOutcome(PageType.ERROR, error_kind=ErrorKind.PARSE.value,
                                          error_detail=result.error_detail))
             self._done.put(done)
             self._wake.set()
 
-    def _process(self, item: FrontierItem) -> _Done:
+    def _process(self, item: FrontierItem) -> Done:
         if item.kind == "robots":
-            return _Done(item, self._fetch_robots(item.url, stop=self._stop), None)
+            return Done(item, self._fetch_robots(item.url, stop=self._stop), None)
         if item.kind == "links":
             return self._links_only(item)
         loader = self.loader
@@ -336,7 +325,7 @@ class Crawler:
             result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
                                             stop=self._stop)
             ok = result.error_kind is None and result.status is not None and result.status < 300
-            return _Done(item, result, analyse(result, None, self.settings.follow_nofollow,
+            return Done(item, result, analyse(result, None, self.settings.follow_nofollow,
                                                self.settings.max_url_length),
                          version=loader.store_entity(item.url, result) if ok else None)
         prior = self._validators(item.url)
@@ -345,18 +334,18 @@ class Crawler:
         outcome = analyse(result, prior.page_type, self.settings.follow_nofollow,
                           self.settings.max_url_length)
         if loader is not None and outcome.page_type == PageType.DTD:
-            return _Done(item, result, outcome, version=loader.store_entity(item.url, result),
+            return Done(item, result, outcome, version=loader.store_entity(item.url, result),
                          prior=prior)
-        publication = _publication(item, result, outcome, self.publication.announced_by)
+        publication = publication_of(item.url, result, outcome, self.publication.announced_by)
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
             loaded = loader.load(item.url, result)
             if loaded.outcome is None:
-                return _Done(item, result, outcome, needs=loaded.needs, prior=prior)
-            return _Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
+                return Done(item, result, outcome, needs=loaded.needs, prior=prior)
+            return Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
                          publication=publication)
-        return _Done(item, result, outcome, prior=prior, publication=publication)
+        return Done(item, result, outcome, prior=prior, publication=publication)
 
-    def _links_only(self, item: FrontierItem) -> _Done:
+    def _links_only(self, item: FrontierItem) -> Done:
         """An out-of-scope page of the global PageRank estimate (DESIGN.md §5): a plain
         fetch for its links alone. An HTML page keeps its links; an XML body is parsed for
         its links but never loaded (that would make it a warehouse document, and would
@@ -373,24 +362,26 @@ class Crawler:
                                                           for l in links), outcome.signature)
         elif outcome.page_type == PageType.DTD:
             outcome = PageOutcome(PageType.OUTSIDE, signature=outcome.signature)
-        return _Done(item, result, outcome)
+        return Done(item, result, outcome)
 
-    def _resume(self, held: Held) -> _Done:
+    def _resume(self, held: Held) -> Done:
         """Load a held document again (worker thread); errors become ERROR outcomes."""
         assert self.loader is not None
         try:
             loaded = self.loader.load(held.item.url, held.result)
+        except WarehouseWriteError as exc:
+            return self._unstored(held.item, exc, held)
         except Exception as exc:  # a bug must not kill the worker or lose the document
             log.exception("internal error loading %s", held.item.url)
-            return _Done(held.item, held.result, error_outcome(
+            return Done(held.item, held.result, error_outcome(
                 held.result, LoadError.PARSE, f"internal error: {type(exc).__name__}: {exc}"),
                 resumed=held)
         if loaded.outcome is None:
-            return _Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
+            return Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
         # A sitemap or feed that waited for its DTD is read as one now.
-        publication = _publication(held.item, held.result, loaded.outcome,
-                                   self.publication.announced_by)
-        return _Done(held.item, held.result, loaded.outcome, version=loaded.version,
+        publication = publication_of(held.item.url, held.result, loaded.outcome,
+                                     self.publication.announced_by)
+        return Done(held.item, held.result, loaded.outcome, version=loaded.version,
                      resumed=held, publication=publication)
 
     # -- dispatcher side: results --------------------------------------------------------
@@ -421,7 +412,7 @@ class Crawler:
             return
         self._robots.done(item, result, now)
 
-    def _page_done(self, done: _Done) -> None:
+    def _page_done(self, done: Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome
         assert outcome is not None
         now = self.clock.now()
@@ -567,11 +558,14 @@ class Crawler:
     def _resume_later(self, held: Held) -> None:
         """Load a held document again on a worker (its DTDs/entities have arrived)."""
         self._in_flight += 1
-        self._work.put(_Resume(held))
+        self._work.put(Resume(held))
 
-    def _resumed_done(self, done: _Done) -> None:
+    def _resumed_done(self, done: Done) -> None:
         assert done.resumed is not None and self._needs is not None
         now = self.clock.now()
+        if self._cut_by_stop(done.result):   # not stored: fetched again at the next start
+            self._needs.give_back(done.resumed)
+            return
         outcome = done.outcome
         if done.publication is not None and outcome is not None:
             outcome = done.publication.noted(outcome)
@@ -579,21 +573,17 @@ class Crawler:
         if done.publication is not None:
             self._read_publication(done.item, done.publication, done.result.finished_at or now)
 
+    def _unstored(self, item: FrontierItem, exc: WarehouseWriteError,
+                  held: Held | None = None) -> Done:
+        """The warehouse cannot take a document (worker side): the crawl stops
+        (:attr:`fatal`), and the item, given back as a fetch the stop cut short, stays queued
+        with nothing recorded."""
+        self.fatal = self.fatal or f"{exc.strerror}; free space or fix storage.warehouse_dir"
+        self._stop.set()
+        cut = FetchResult(item.url, item.url, error_kind=ErrorKind.TIMEOUT, error_detail=self.fatal)
+        return Done(item, cut, PageOutcome(PageType.ERROR), resumed=held)
+
     def _expire_pending(self) -> None:
         if self._needs is not None:
             self._needs.expire(self.clock.now())
 
-
-def _publication(item: FrontierItem, result: FetchResult, outcome: PageOutcome,
-                 announced_by: Callable[[str], tuple[str, ...]] | None = None,
-                 ) -> Publication | None:
-    """A fetched XML body that is a sitemap or a feed, parsed (worker side: the sniff reads
-    its first bytes, the parse is bounded; paper 003 §3). ``announced_by(url)``: the origins
-    whose robots.txt named a sitemap, whose URLs it may list (asked for sitemaps only)."""
-    if outcome.page_type != PageType.XML or result.not_modified or not result.body:
-        return None
-    kind = sniff_publication(result.body)
-    if kind is None:
-        return None
-    also = announced_by(item.url) if kind == "sitemap" and announced_by is not None else ()
-    return read_publication(result.body, result.final_url or item.url, kind, also)

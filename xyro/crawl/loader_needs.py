@@ -151,6 +151,12 @@ class LoaderNeeds:
         for held, reason in arrival.failed:
             self._fail(held, LoadError.ENTITY, reason)
 
+    def give_back(self, held: Held) -> None:
+        """A held document that could not be stored: not recorded, queued again (its row
+        never left the store's frontier)."""
+        self.loader.pending.release(held.item.url)
+        self.frontier.give_back(held.item)
+
     def _finish(self, held: Held, outcome: PageOutcome, version: XmlVersion | None,
                 now: float) -> None:
         self._record(held.item, held.result, outcome, now, version)

@@ -34,16 +34,18 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from metadata import PageType
 from xyro.content.page import PageOutcome
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier, Submitted
 from xyro.publication.feeds import FeedError, parse_feed
 from xyro.publication.published import PublishedDates
 from xyro.publication.sitemaps import SitemapError, parse_sitemap
+from xyro.records import FetchResult
 
 #: Frontier level of publication sources: the seeds' (a site's own list of its pages).
 SOURCE_PRIORITY = URGENT
@@ -167,6 +169,22 @@ class Publication:
         if notice is None or outcome.error_kind is not None:
             return outcome
         return replace(outcome, error_kind=NOTICE_KIND, error_detail=notice)
+
+
+def publication_of(url: str, result: FetchResult, outcome: PageOutcome,
+                   announced_by: Callable[[str], tuple[str, ...]] | None = None,
+                   ) -> Publication | None:
+    """The fetched XML body of ``url``, if it is a sitemap or a feed, parsed (worker side:
+    the sniff reads its first bytes, the parse is bounded; paper 003 §3).
+    ``announced_by(url)``: the origins whose robots.txt named a sitemap, whose URLs it may
+    list (asked for sitemaps only)."""
+    if outcome.page_type != PageType.XML or result.not_modified or not result.body:
+        return None
+    kind = sniff_publication(result.body)
+    if kind is None:
+        return None
+    also = announced_by(url) if kind == "sitemap" and announced_by is not None else ()
+    return read_publication(result.body, result.final_url or url, kind, also)
 
 
 def read_publication(body: bytes, url: str, kind: Kind,

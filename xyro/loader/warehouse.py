@@ -38,6 +38,11 @@ class WarehouseError(Exception):
     """A blob is missing or corrupt."""
 
 
+class WarehouseWriteError(OSError):
+    """A blob cannot be written (a full disk, a read-only or missing folder): no document
+    can be stored until the operator acts, so the crawl stops rather than record it."""
+
+
 class Warehouse:
     """Content-addressed, zlib-compressed blob store with atomic writes."""
 
@@ -75,6 +80,10 @@ class Warehouse:
                 if self.durable:
                     os.fsync(f.fileno())
             os.replace(tmp, path)
+        except OSError as exc:
+            _remove(tmp)
+            raise WarehouseWriteError(exc.errno, f"cannot write a document to the "
+                                      f"warehouse {self.root}: {exc.strerror or exc}") from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -129,6 +138,14 @@ class Warehouse:
                 tmp.unlink(missing_ok=True)
                 removed += 1
         return removed + self.delete_unreferenced(list(self.keys()), referenced)
+
+
+def _remove(path: Path) -> None:
+    """Delete ``path`` if it can be (after a failed write its folder may be the problem)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _valid_key(key: str) -> bool:

@@ -19,7 +19,7 @@ from xyro.crawl.activity import refused_private
 from xyro.crawl.admission import Source
 from xyro.crawl.crawler import Crawler, CrawlSummary
 from xyro.crawl.frontier import URGENT, Frontier
-from xyro.errors import UsageError
+from xyro.errors import AccessError, UsageError
 from xyro.net.urls import canonicalize
 from xyro.service.crawl_lock import CrawlLock
 from xyro.service.metrics import serve_metrics
@@ -73,10 +73,12 @@ def run_crawl(app: App, *, max_pages: int | None = None, max_seconds: float | No
                      resumed, seeded, app.config.crawler.workers)
             summary = crawler.run(max_pages, max_seconds, stop, on_progress)
             parts.writer.submit(SetState("crawl.last_run", json.dumps(summary.stats)))
-            parts.writer.submit(JobRun("crawl", started, app.clock.now(), "ok",
-                                       summary.stop_reason))
+            parts.writer.submit(JobRun("crawl", started, app.clock.now(),
+                                       "error" if crawler.fatal else "ok", summary.stop_reason))
         finally:
             parts.close()
+    if crawler.fatal:
+        raise AccessError(f"the crawl stopped: {crawler.fatal}")
     log.info("crawl finished (%s): %s", summary.stop_reason,
              crawler.stats.progress_line(summary.stats.get("queued", 0)))
     return summary

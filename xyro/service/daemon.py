@@ -34,7 +34,7 @@ from xyro.crawl.activity import SummaryLine
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import DISCOVERY
 from xyro.crawl.crawler import CrawlSummary
-from xyro.errors import XyroError
+from xyro.errors import AccessError, XyroError
 from xyro.jobs.global_round import GlobalRounds
 from xyro.jobs.global_stored import config_scope
 from xyro.jobs.plan_job import RefreshPlanner
@@ -129,10 +129,13 @@ class Daemon:
                     scheduler.shutdown(wait=True)
                 self._summary_job()
                 self._publish(final=True)
-                parts.writer.submit(JobRun("daemon", started, self.app.clock.now(), "ok",
-                                           "stopped"))
+                fatal = parts.crawler.fatal
+                parts.writer.submit(JobRun("daemon", started, self.app.clock.now(),
+                                           "error" if fatal else "ok", fatal or "stopped"))
                 parts.close()
                 self._parts = self._store = self._rounds = None
+        if fatal:
+            raise AccessError(f"the crawl stopped: {fatal}")
         return self.last_summary.stop_reason if self.last_summary else "stopped"
 
     def snapshot(self) -> dict[str, Any] | None:
