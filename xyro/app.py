@@ -218,6 +218,22 @@ def sweep_after_crash(store: MetadataStore, warehouse: Warehouse) -> int:
     return removed
 
 
+def _seen_set(expected: int, false_positive_rate: float) -> SeenSet:
+    """The crawl's seen-set, its size said when large and a clear error when it does not
+    fit in memory (crawler.expected_urls sizes it)."""
+    size = SeenSet.bits_for(expected, false_positive_rate) / 8
+    advice = "lower crawler.expected_urls or raise crawler.seen_set_false_positive_rate"
+    if size >= 2**28:
+        log.info("the seen-set takes %.1f GiB of memory (crawler.expected_urls %d at a "
+                 "false-positive rate of %g)", size / 2**30, expected, false_positive_rate)
+    try:
+        return SeenSet(expected, false_positive_rate)
+    except MemoryError:
+        raise XyroError(f"the seen-set for crawler.expected_urls {expected} needs "
+                        f"{size / 2**30:.1f} GiB, more memory than this process can have; "
+                        f"{advice}") from None
+
+
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
                   getaddrinfo: Callable[..., Any] | None = None,
                   budget: bool = False) -> CrawlParts:
@@ -286,7 +302,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     opic = build_opic(app, store, writer.submit)
     admission = build_admission(app, scope_seeds(app, store))
     frontier = Frontier(hosts, robots, clock, admission=admission, record=writer.submit,
-                        seen=SeenSet(crawl.expected_urls, crawl.seen_set_false_positive_rate),
+                        seen=_seen_set(crawl.expected_urls, crawl.seen_set_false_positive_rate),
                         cash=None if opic is None else opic.opic.cash)
     crawler = Crawler(
         frontier=frontier, fetch=page_fetcher.fetch,

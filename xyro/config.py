@@ -26,6 +26,10 @@ from pydantic_core import PydanticCustomError
 
 from xyro.media_types import DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES
 
+#: The longest duration a key takes (ten years): a timer or a deadline past it overflows
+#: the scheduler's and the clock's arithmetic, and no crawl needs more.
+MAX_SECONDS = 315_360_000
+
 # --- value types -------------------------------------------------------------------------
 
 def _invalid(message: str) -> PydanticCustomError:
@@ -193,19 +197,19 @@ class ScopeConfig(_Section):
 
 
 class PolitenessConfig(_Section):
-    delay_s: float = Field(5.0, ge=0)
-    max_crawl_delay_s: float = Field(60.0, ge=0)
+    delay_s: float = Field(5.0, ge=0, le=MAX_SECONDS)
+    max_crawl_delay_s: float = Field(60.0, ge=0, le=MAX_SECONDS)
     robots_ttl_s: float = Field(86400.0, gt=0, le=86400)   # RFC 9309 §2.4: at most 24 h
-    robots_unreachable_retry_s: float = Field(3600.0, gt=0)
-    max_retry_after_s: float = Field(3600.0, ge=0)
+    robots_unreachable_retry_s: float = Field(3600.0, gt=0, le=MAX_SECONDS)
+    max_retry_after_s: float = Field(3600.0, ge=0, le=MAX_SECONDS)
 
 
 class LimitsConfig(_Section):
-    connect_timeout_s: float = Field(10.0, gt=0)
-    read_timeout_s: float = Field(30.0, gt=0)
-    deadline_s: float = Field(60.0, gt=0)
-    dns_timeout_s: float = Field(5.0, gt=0)
-    dns_cache_ttl_s: float = Field(3600.0, ge=0)
+    connect_timeout_s: float = Field(10.0, gt=0, le=MAX_SECONDS)
+    read_timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)
+    deadline_s: float = Field(60.0, gt=0, le=MAX_SECONDS)
+    dns_timeout_s: float = Field(5.0, gt=0, le=MAX_SECONDS)
+    dns_cache_ttl_s: float = Field(3600.0, ge=0, le=MAX_SECONDS)
     max_body_bytes: int = Field(10 * 2**20, ge=1)
     max_decoded_bytes: int = Field(50 * 2**20, ge=1)
     max_redirects: int = Field(5, ge=0, le=20)
@@ -242,7 +246,8 @@ class CrawlerConfig(_Section):
 
 
 class RefreshConfig(_Section):
-    time_unit_s: float = Field(86400.0, ge=1)  # below a second, unit numbers overflow
+    # below a second, unit numbers overflow
+    time_unit_s: float = Field(86400.0, ge=1, le=MAX_SECONDS)
     bandwidth_pages_per_unit: int = Field(100_000, ge=1, le=10**12)  # SQLite's integers
     discovery_share: float = Field(0.2, ge=0, le=1)
     min_interval_units: int = Field(1, ge=1)
@@ -261,11 +266,11 @@ class PublicationConfig(_Section):
     """Sitemaps and feeds, the push channel (003 §3), and when their dates are believed
     (:class:`xyro.publication.trust.PublishedDateTrust`, DESIGN.md §6)."""
 
-    refresh_s: float = Field(86400.0, gt=0)
+    refresh_s: float = Field(86400.0, gt=0, le=MAX_SECONDS)
     trust_window: int = Field(50, ge=1)
     trust_min_observations: int = Field(5, ge=1)
     trust_max_disagreement: float = Field(0.2, ge=0, lt=1)
-    trust_tolerance_s: float = Field(2.0, ge=0)
+    trust_tolerance_s: float = Field(2.0, ge=0, le=MAX_SECONDS)
 
     @model_validator(mode="after")
     def _ordered(self) -> PublicationConfig:
@@ -282,7 +287,7 @@ class OpicFocusConfig(_Section):
 class OpicConfig(_Section):
     enabled: bool = True
     estimate: Literal["inflow", "papers", "fixed_window", "variable_window", "bao"] = "inflow"
-    checkpoint_interval_s: float = Field(300.0, gt=0)
+    checkpoint_interval_s: float = Field(300.0, gt=0, le=MAX_SECONDS)
     focus: OpicFocusConfig = OpicFocusConfig()
 
 
@@ -294,7 +299,7 @@ class GlobalEstimateConfig(_Section):
     rounds: int = Field(50, ge=1, le=10_000)
     selector: Literal["sc", "sc_learned", "pf", "outlinks", "random"] = "sc_learned"
     out_degree: Literal["within", "all"] = "within"
-    check_interval_s: float = Field(300.0, gt=0)
+    check_interval_s: float = Field(300.0, gt=0, le=MAX_SECONDS)
     importance: Literal["local", "global"] = "local"
 
 
@@ -307,11 +312,11 @@ class RankingConfig(_Section):
     max_iter: int = Field(1000, ge=1)
     dangling: Literal["paper", "teleport"] = "paper"
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
-    schedule_s: float = Field(86400.0, gt=0)
+    schedule_s: float = Field(86400.0, gt=0, le=MAX_SECONDS)
     memory_budget_mb: int = Field(1024, ge=1)
     cluster: ClusterAddress = None
     cluster_dir: FilePath | None = None
-    cluster_timeout_s: float = Field(10.0, gt=0)
+    cluster_timeout_s: float = Field(10.0, gt=0, le=MAX_SECONDS)
 
     @model_validator(mode="after")
     def _one_importance_writer(self) -> RankingConfig:
@@ -327,7 +332,7 @@ class RankingConfig(_Section):
 class LoaderConfig(_Section):
     # Defaults: those of xyro.loader.settings.LoaderSettings, measured in config/xyro.yaml.
     max_document_bytes: int = Field(8 * 2**20, ge=1)
-    dtd_timeout_s: float = Field(600.0, gt=0)
+    dtd_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS)
     versions_per_url: int = Field(10, ge=1)
     dtd_validation: bool = True
     max_entity_bytes: int = Field(2 * 2**20, ge=1)
@@ -349,8 +354,8 @@ class StorageConfig(_Section):
 class LogConfig(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["text", "json"] = "text"
-    summary_interval_s: float = Field(60.0, gt=0)
-    host_warning_interval_s: float = Field(600.0, ge=0)
+    summary_interval_s: float = Field(60.0, gt=0, le=MAX_SECONDS)
+    host_warning_interval_s: float = Field(600.0, ge=0, le=MAX_SECONDS)
 
 
 class MetricsConfig(_Section):

@@ -219,6 +219,8 @@ def _as_float(text: str) -> float | None:
 
 
 def format_number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))   # a bound of 315360000 s, not 3.1536e+08
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

@@ -26,6 +26,10 @@ FILE_CASES = [
     # (yaml text, key, line, words the reason must contain)
     ("crawler:\n  workers: 0\n", "crawler.workers", 2, "must be ≥ 1, got 0"),
     ("crawler:\n  workers: 5000\n", "crawler.workers", 2, "must be ≤ 4096, got 5000"),
+    # durations past ten years overflowed the scheduler's and the clock's arithmetic
+    ("ranking:\n  schedule_s: 1e15\n", "ranking.schedule_s", 2, "≤ 315360000"),
+    ("log:\n  summary_interval_s: 1e15\n", "log.summary_interval_s", 2, "≤ 315360000"),
+    ("publication:\n  refresh_s: 1e12\n", "publication.refresh_s", 2, "≤ 315360000"),
     ("refresh:\n  discovery_share: 1.5\n", "refresh.discovery_share", 2, "≤ 1, got 1.5"),
     ("ranking:\n  damping: 1\n", "ranking.damping", 2, "must be < 1, got 1"),
     ("ranking:\n  tolerance: 0\n", "ranking.tolerance", 2, "must be > 0, got 0"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,20 @@ def test_positions_wrap_at_64_bits_alike() -> None:
     s = SeenSet(1_000_003, 1e-6)
     urls = [f"http://h/{i}" for i in range(500)]
     assert s._batch_positions(urls).tolist() == [s._positions(u) for u in urls]
+
+
+def _grants_anything() -> bool:
+    knob = Path("/proc/sys/vm/overcommit_memory")
+    return not knob.exists() or knob.read_text().strip() == "1"
+
+
+@pytest.mark.skipif(_grants_anything(),
+                    reason="the kernel grants any allocation (vm.overcommit_memory = 1)")
+def test_a_seen_set_too_large_for_memory_is_a_clear_error() -> None:
+    # crawler.expected_urls accepts up to 10^12: a seen-set of 1.7 TB is refused by the
+    # kernel, and the crawl says so with the keys to change, not with numpy's traceback.
+    from xyro.app import _seen_set
+    from xyro.errors import XyroError
+
+    with pytest.raises(XyroError, match=r"needs 1673\.\d GiB.*lower crawler.expected_urls"):
+        _seen_set(10**12, 1e-3)
