@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -143,15 +144,19 @@ class CrawlParts:
             self.store.set_state(WAREHOUSE_WRITING, 0)  # closed cleanly: no blob without its row
 
 
-def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int) -> int:
+def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int,
+                    grace_s: float | None = None) -> int:
     """Drop versions beyond ``keep`` per URL, then the blobs nothing references any more.
 
-    Runs while nothing writes versions (after the crawl writer closed), so a blob whose row
-    is not committed yet cannot be taken for garbage. Returns the number of blobs deleted.
+    Without ``grace_s`` it must run while nothing writes versions (after the crawl writer
+    closed). With it (the running daemon), a blob written or touched in the last
+    ``grace_s`` real seconds is kept: it may belong to a version whose row is not committed
+    yet (the same bytes as a pruned one). Returns the number of blobs deleted.
     """
     with store.atomic() as conn:
         orphans = versions.prune_versions(conn, keep)
-    return warehouse.delete_unreferenced(orphans, set())
+    before = None if grace_s is None else time.time() - grace_s   # file times: real time
+    return warehouse.delete_unreferenced(orphans, set(), written_before=before)
 
 
 #: State key: 1 while a crawl may write warehouse blobs, 0 once it closed cleanly. A 1 found

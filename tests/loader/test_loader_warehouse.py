@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 import zlib
 from pathlib import Path
 
@@ -76,3 +78,24 @@ def test_versions_pruned_per_url_shared_blobs_kept(tmp_path: Path) -> None:
         assert latest_version(conn, "http://a.test/x.xml")[2] == shared
         assert latest_version(conn, "http://nowhere.test/") is None
         conn.close()
+
+
+def test_a_prune_while_crawling_keeps_blobs_written_lately(tmp_path: Path) -> None:
+    # The daemon prunes while its workers write: a pruned version's bytes may be the ones a
+    # worker just stored again (a document changed back), whose row is not committed yet.
+    # put() touches such a blob, and a prune with a grace period leaves it.
+    wh = Warehouse(tmp_path / "wh")
+    with MetadataStore.open(tmp_path / "m.db") as store:
+        writer = store.writer()
+        keys = [wh.put(f"<v n='{i}'/>".encode()) for i in range(4)]
+        for i, key in enumerate(keys):
+            writer.submit(FetchRecord("http://a.test/x.xml", float(i), PageType.XML, 200,
+                                      bytes(16)))
+            writer.submit(XmlVersion("http://a.test/x.xml", bytes(16), bytes([i]) * 16,
+                                     float(i), 10, key, True))
+        writer.close()
+        for key in keys:   # written an hour ago
+            os.utime(wh.path_of(key), (time.time() - 3600, time.time() - 3600))
+        assert wh.put(b"<v n='0'/>") == keys[0]   # stored again now, its row to come
+        assert prune_warehouse(store, wh, keep=1, grace_s=600) == 2
+    assert keys[0] in wh and keys[3] in wh and keys[1] not in wh and keys[2] not in wh

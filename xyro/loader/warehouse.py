@@ -65,8 +65,16 @@ class Warehouse:
         """Store ``body`` (once per distinct content); returns its key."""
         key = self.key_of(body)
         path = self.root / key
-        if path.exists():
+        try:
+            # Stored already: touched, so a prune running meanwhile keeps it for the row
+            # about to reference it (:meth:`delete_unreferenced`'s ``written_before``).
+            os.utime(path)
             return key
+        except FileNotFoundError:
+            pass
+        except OSError:
+            if path.exists():
+                return key
         tmp = path.with_name(f"{_TMP}{uuid.uuid4().hex}")
         try:
             try:
@@ -113,13 +121,19 @@ class Warehouse:
             if _valid_key(key):
                 yield key
 
-    def delete_unreferenced(self, candidates: Iterable[str], referenced: set[str]) -> int:
-        """Delete the candidate blobs that no version references any more."""
+    def delete_unreferenced(self, candidates: Iterable[str], referenced: set[str],
+                            written_before: float | None = None) -> int:
+        """Delete the candidate blobs that no version references any more; with
+        ``written_before`` (POSIX seconds), only those last written or touched earlier: a
+        newer one may be the blob of a version whose row is not committed yet."""
         removed = 0
         for key in candidates:
             if key in referenced or not _valid_key(key):
                 continue
             try:
+                if written_before is not None and \
+                        (self.root / key).stat().st_mtime >= written_before:
+                    continue
                 (self.root / key).unlink()
                 removed += 1
             except FileNotFoundError:

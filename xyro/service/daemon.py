@@ -27,7 +27,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from metadata import JobRun, MetadataStore, SetState
-from xyro.app import App, CrawlParts, build_crawler, scope_seeds
+from xyro.app import App, CrawlParts, build_crawler, prune_warehouse, scope_seeds
 from xyro.clock import unit_index
 from xyro.config import XyroConfig
 from xyro.crawl.activity import SummaryLine
@@ -55,6 +55,11 @@ log = logging.getLogger("xyro.service.daemon")
 LIVE_KEY = "crawl.live"
 STATUS_INTERVAL_S = 10.0  # real seconds between status publications
 PLAN_AFTER_UNIT_START_S = 0.02  # real seconds: scheduler jitter, so plans see their unit
+#: Old versions are pruned once a time unit, at most this often (real seconds)...
+PRUNE_EVERY_MIN_S = 60.0
+#: ...keeping the blobs written in the last PRUNE_GRACE_S real seconds, whose version rows
+#: may not be committed yet (xyro.app.prune_warehouse).
+PRUNE_GRACE_S = 600.0
 
 IDLE_HINT = ("waiting for the refresh planner's next time unit (refresh.time_unit_s) or for "
              "new seeds (`xyro seed URL...`, or the `seeds` key then `systemctl reload "
@@ -175,6 +180,8 @@ class Daemon:
             scheduler.add_job(self._global_round_job, "interval", id="global-estimate",
                               seconds=max(1.0, self.app.config.ranking.global_estimate
                                           .check_interval_s / scale))
+        scheduler.add_job(self._prune_job, "interval", id="prune",
+                          seconds=max(PRUNE_EVERY_MIN_S, unit_s / scale))
         scheduler.add_job(self._publication_job, "interval", id="publication",
                           seconds=max(1.0, self.app.config.publication.refresh_s / scale))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
@@ -302,6 +309,18 @@ class Daemon:
             queued += len(sub.queued) + sub.known
             refused += len(sub.refused)
         return queued, refused
+
+    def _prune_job(self) -> None:
+        """Versions beyond ``loader.versions_per_url`` and their blobs, while running (a
+        crawl prunes at its clean stop, which a daemon may never reach)."""
+        parts, store = self._parts, self._store
+        if parts is None or store is None or parts.crawler.loader is None:
+            return
+        removed = prune_warehouse(store, parts.crawler.loader.warehouse,
+                                  parts.versions_per_url, grace_s=PRUNE_GRACE_S)
+        if removed:
+            log.info("warehouse pruned: %d blob(s) of versions beyond "
+                     "loader.versions_per_url removed", removed)
 
     def _publication_job(self) -> None:
         """Re-read every known sitemap and feed: their pages and dates may have moved."""
