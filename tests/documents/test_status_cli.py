@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from metadata import FetchRecord, JobRun, MetadataStore, PageType, SetState, XmlVersion
+from metadata import Enqueue, FetchRecord, JobRun, MetadataStore, PageType, SetState, XmlVersion
 from xyro.cli import status as cli_status
 from xyro.cli import cli
 from xyro.cli.status_text import duration, format_report, number, render_status
@@ -235,3 +235,8 @@ def test_due_now_counts_in_the_unit_the_folders_were_filed_in(tmp_path: Path) ->
     assert abs(plan["unit"] - int(time.time() // 600)) <= 1  # a unit may end meanwhile
     text = run(site, "status").stdout
     assert "unit length 10 min" in text and "the configuration says 1 day" in text
+    # The pages the plan already queued count too: their folders moved on when it did.
+    with MetadataStore.open(db) as store, store.writer() as w:
+        w.submit(Enqueue("http://site.example/queued.xml", 2, enqueued_at=1.0))
+    text = run(site, "status").stdout
+    assert "1 page(s) queued for refresh, 1 more in folders up to unit" in text, text

@@ -257,6 +257,17 @@ def _last_finished(r: Mapping[str, Any], names: tuple[str, ...]) -> float | None
     return max(ends) if ends else None
 
 
+def _due_now(p: Mapping[str, Any], r: Mapping[str, Any]) -> str:
+    """Due pages the plan has queued (their folders moved on when it did) and those still
+    waiting in the folders up to this unit."""
+    if p.get("due_now") is None:
+        return "-"
+    frontier = r.get("frontier") or {}
+    queued = int(frontier.get(REFRESH, frontier.get(str(REFRESH), 0)))
+    return (f"{number(queued)} page(s) queued for refresh, {number(p.get('due_now'))} more "
+            f"in folders up to unit {p.get('unit')}")
+
+
 def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
     p = r.get("refresh") or {}
     unit_s = float(p.get("unit_s") or 86400.0)
@@ -278,8 +289,7 @@ def _refresh(r: Mapping[str, Any], now: float) -> list[str]:
                         f", as the crawl's last unit had it; the configuration says "
                         f"{number(configured_g)}")),
         *_spent_rows(r.get("fetch_units") or [], unit_s),
-        ("due now", "-" if p.get("due_now") is None else
-                    f"{number(p.get('due_now'))} page(s) in folders up to unit {p.get('unit')}"),
+        ("due now", _due_now(p, r)),
         ("K", NOT_PLANNED if k is None else
               f"{number(k)} (t_i = K/√(r_i·λ_i) in units, λ_i in changes/unit; t_i clamped "
               f"to [{number(p.get('min_interval_units'))}, "
