@@ -159,6 +159,18 @@ def test_render_status_times_are_relative_to_now() -> None:
     assert "live crawl: none published" in render_status({}, DAY)
 
 
+def test_links_refused_are_counted_apart_from_failed_fetches() -> None:
+    # An out-of-scope link is an `errors` row of kind refused, but no fetch failed: the
+    # section must not read 3,472 errors where one fetch failed.
+    report = {"errors_by_kind": {"refused": 3471, "timeout": 1},
+              "errors_last": {"timeout": {"at": DAY, "url": "http://a.example/slow"}}}
+    lines = render_status(report, DAY).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("errors:"))
+    assert lines[start] == ("errors: 1 failed fetches by kind; 3,471 links refused, not "
+                            "fetched (count, newest):")
+    assert lines[start + 1].split()[0] == "timeout" and lines[start + 2].split()[0] == "refused"
+
+
 def test_generic_renderer_and_units() -> None:
     text = format_report({"pages": 1234567, "current_unit": 20782, "k": None,
                           "rate": 0.000123456, "by_type": {"html": 12000},

@@ -328,18 +328,25 @@ def _spent_rows(units: list[Mapping[str, Any]], unit_s: float) -> list[tuple[str
 
 
 def _errors(r: Mapping[str, Any], now: float) -> list[str]:
+    """Failed fetches by kind; links the admission refused (out of scope, too deep, a trap:
+    no fetch failed) are counted apart, after them."""
     kinds = r.get("errors_by_kind") or {}
     if not kinds:
         return ["errors: none recorded"]
     last = r.get("errors_last") or {}
     rows = []
-    for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+    ordered = sorted(kinds.items(), key=lambda kv: (kv[0] == "refused", -kv[1], kv[0]))
+    for kind, n in ordered:
         e = last.get(kind) or {}
         status = f" HTTP {e['http_status']}" if e.get("http_status") else ""
         detail = f": {_short(e['detail'], e.get('url'))}" if e.get("detail") else ""
         rows.append((kind, f"{number(n)}, last {iso(e.get('at'))} {e.get('url', '')}"
                            f"{status}{detail}"))
-    return _section(f"errors: {number(sum(kinds.values()))} by kind (count, newest):", rows)
+    refused = int(kinds.get("refused", 0))
+    failed = sum(kinds.values()) - refused
+    also = f"; {number(refused)} links refused, not fetched" if refused else ""
+    return _section(f"errors: {number(failed)} failed fetches by kind{also} (count, newest):",
+                    rows)
 
 
 def _short(detail: str, url: str | None, limit: int = DETAIL_CHARS) -> str:
