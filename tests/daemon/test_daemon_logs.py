@@ -96,3 +96,26 @@ def test_crawl_with_nothing_to_do_points_at_xyro_seed(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "xyro seed URL" in lines[0] and str(db) in lines[0], done.stderr
+
+
+def test_under_journald_every_line_of_a_traceback_carries_its_priority() -> None:
+    # journald reads each stderr line apart: a line without "<N>" is stored as info, so a
+    # crash's traceback was invisible to `journalctl -p err` but for nothing at all.
+    code = ("import logging\n"
+            "from xyro.service.logs import setup_logging\n"
+            "setup_logging()\n"
+            "try:\n    1 / 0\n"
+            "except ZeroDivisionError:\n"
+            "    logging.getLogger('xyro.test').exception('a job failed')\n"
+            "raise RuntimeError('a bug nothing caught')\n")
+    done = subprocess.run([sys.executable, "-c", code], env={**ENV, "JOURNAL_STREAM": "8:1"},
+                          capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).parents[2])
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and lines, done.stderr
+    job = [line for line in lines if line.startswith("<3>")]
+    crash = [line for line in lines if line.startswith("<2>")]
+    assert len(job) + len(crash) == len(lines), done.stderr
+    assert job[0] == "<3>xyro.test: a job failed" and "ZeroDivisionError" in job[-1]
+    assert crash[0] == ("<2>xyro: uncaught RuntimeError: a bug nothing caught; this is a bug, "
+                        "please report it") and "RuntimeError" in crash[-1]

@@ -19,7 +19,10 @@ _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERRO
 class _JournalFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         prio = _PRIORITY.get(record.levelno, 6)
-        return f"<{prio}>{record.name}: {record.getMessage()}" + _exc(self, record)
+        # journald reads each line on its own: a traceback's lines carry the priority too,
+        # or `journalctl -p err` would show its first line alone.
+        lines = [f"{record.name}: {record.getMessage()}", *_exc(self, record).splitlines()[1:]]
+        return "\n".join(f"<{prio}>{line}" for line in lines)
 
 
 class _TextFormatter(logging.Formatter):
@@ -52,8 +55,20 @@ def setup_logging(level: str = "info", fmt: str = "text") -> None:
         handler.setFormatter(_TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    sys.excepthook = _log_uncaught
     root.setLevel(level.upper())
     # urllib3 logs every retry/pool event at DEBUG/WARNING; our own fetch log says enough.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     # APScheduler logs every job run at INFO; job outcomes are logged by the jobs themselves.
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: object) -> None:
+    """An exception nothing caught (a bug): one CRITICAL record, in the log's own form (with
+    its priority under journald), instead of Python's bare traceback."""
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, exc, tb)  # type: ignore[arg-type]
+        return
+    logging.getLogger("xyro").critical("uncaught %s: %s; this is a bug, please report it",
+                                       kind.__name__, exc, exc_info=(kind, exc, tb))
+

@@ -39,6 +39,8 @@ class StopHandler:
         self._received = 0
         self.first: str | None = None          # name of the first signal, once received
         self.signalled = threading.Event()
+        # The forced exit's raw line, in the log's form under journald (a warning).
+        self._prefix = "<4>xyro.service.signals: " if os.environ.get("JOURNAL_STREAM") else ""
 
     def __call__(self, signum: int, _frame: Any = None) -> None:
         name = signal.Signals(signum).name
@@ -49,8 +51,9 @@ class StopHandler:
             self.signalled.set()
             return
         try:
-            os.write(2, f"received {name} again: exiting now; in-flight fetches stay queued "
-                        "and at most the last unflushed batch of records is lost\n".encode())
+            os.write(2, f"{self._prefix}received {name} again: exiting now; in-flight "
+                        "fetches stay queued and at most the last unflushed batch of "
+                        "records is lost\n".encode())
         except OSError:
             pass
         self._force_exit(128 + signum)
