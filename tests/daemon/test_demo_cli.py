@@ -87,3 +87,26 @@ def test_the_demo_store_is_always_beside_the_configured_one(tmp_path: Path) -> N
     assert json.loads(again.stdout)["database"] == "var/demo/xyro.db"
     assert (tmp_path / "var" / "demo" / "xyro.db").exists()
     assert not (tmp_path / "var" / "demo" / "demo").exists()
+
+
+def _hosts(db: Path) -> set[str]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return {h for (h,) in conn.execute("SELECT host FROM hosts")}
+    finally:
+        conn.close()
+
+
+def test_each_demo_starts_a_fresh_demo_database(tmp_path: Path) -> None:
+    # The web listens on new ports each run: the last run's URLs would stay queued for
+    # good, and status would show both webs together.
+    db = tmp_path / "var" / "demo" / "xyro.db"
+    runs = []
+    for _ in range(2):
+        run = _xyro(tmp_path, "demo", "--hosts", "3", "--web-pages", "30", "--pages", "20",
+                    "--no-hostile", "--json")
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs.append(_hosts(db))
+    assert len(runs[0]) == len(runs[1]) == 3, runs   # the second web's hosts alone

@@ -166,7 +166,11 @@ def crawl(ctx: click.Context, pages: int | None, seconds: float | None, as_json:
 @click.pass_context
 def demo(ctx: click.Context, hosts: int, web_pages: int, seed: int, hostile: bool, speed: float,
          pages: int | None, seconds: float | None, as_json: bool) -> None:
-    """Serve a synthetic web on 127.0.0.x and crawl it into the configured database.
+    """Serve a synthetic web on 127.0.0.x and crawl it into the demo's own database.
+
+    Each run starts that database afresh (demo/xyro.db beside storage.database, with its
+    warehouse): the web's loopback ports change from run to run. `xyro --demo COMMAND`
+    looks at the last run.
 
     The crawl uses the configuration (workers, politeness, limits) with the web's seeds,
     loopback addresses allowed and a 10 s fetch deadline. At the end the web's own request

@@ -12,6 +12,7 @@ requests to one host closer than max(delay, Crawl-delay).
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from xyro.clock import AcceleratedClock, WallClock
 from xyro.config import XyroConfig
 from xyro.crawl.crawler import CrawlSummary
 from xyro.errors import UsageError
+from xyro.service.crawl_lock import CrawlLock
 from xyro.service.daemon import Daemon
 from xyro.service.sdnotify import Notifier
 from xyro.synthweb.log import RequestRecord
@@ -120,6 +122,7 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
                          "--web-pages, --no-hostile)") from None
     with web:
         demo_app = App(demo_config(app, web.seeds, unit_s, max(1, spec.n_pages // 10)), clock)
+        _start_afresh(demo_app.config)
         _keep_refresh(demo_app)
         daemon = Daemon(demo_app, Notifier(""))
         done = threading.Event()
@@ -135,6 +138,19 @@ def run_demo(app: App, spec: WebSpec, *, speed: float, max_pages: int | None,
             watcher.join(timeout=5.0)
         summary = daemon.last_summary or CrawlSummary("stopped", {})
         return summary, audit(web, demo_app.config.crawler.politeness.delay_s)
+
+
+def _start_afresh(cfg: XyroConfig) -> None:
+    """Remove the last demo's database and warehouse: this run's web listens on other
+    ports, and its URLs mixed with the last one's would leave those queued for good. Under
+    the crawl lock, so a demo still running is refused, not pulled from under it."""
+    db = Path(cfg.storage.database)
+    if not db.exists():
+        return
+    with CrawlLock(db):
+        for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(cfg.storage.warehouse_dir, ignore_errors=True)
 
 
 def _watch(daemon: Daemon, clock: Any, started: float, stop: threading.Event | None,
