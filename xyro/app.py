@@ -55,6 +55,9 @@ class App:
 
     config: XyroConfig
     clock: Clock = field(default_factory=WallClock)
+    #: What to do when the database does not exist (``--demo``: run the demo first).
+    missing_hint: str = ("run `xyro init` first (or point storage.database at an existing "
+                         "one)")
 
     @property
     def database_path(self) -> Path:
@@ -88,9 +91,7 @@ class App:
             problem = search_problem(path)
             if problem is not None:
                 raise StoreAccessError(problem)
-            raise XyroError(
-                f"no database at {path}: run `xyro init` first "
-                f"(or point storage.database at an existing one)")
+            raise XyroError(f"no database at {path}: {self.missing_hint}")
         if read_only:
             return MetadataStore.open(path, read_only=True)
         try:

@@ -60,6 +60,9 @@ class LazyApp:
                 config = demo_view(config)
             setup_logging(config.log.level, config.log.format)
             self.app = App(config) if clock is None else App(config, clock)
+            if self.demo:
+                self.app.missing_hint = ("run `xyro demo` first: --demo reads the demo's own "
+                                         "database")
         return self.app
 
 
