@@ -22,7 +22,7 @@ from metadata.records import (
 )
 from metadata.checkpoint_ids import CheckpointIds
 from metadata.refresh_queries import (PLANNED_TYPES, FailedRefetch, failed_refetches,
-                                      refiled_after_fetch)
+                                      refiled_after_fetch, retries)
 from metadata.resolver import UrlResolver
 from metadata.schema import pack_children
 from metadata.seeds import FOUND_SEED_SQL
@@ -33,10 +33,10 @@ _CHUNK = 500
 # Columns of a fetched page's row, read once per batch and written back.
 _STATE_COLS = ("type", "first_access", "last_access", "last_change", "last_modified", "etag",
                "signature", "http_status", "content_type", "size", "accesses", "changes",
-               "unchanged", "baseline_at", "dead_count", "depth", "host_id")
+               "unchanged", "baseline_at", "dead_count", "retry", "depth", "host_id")
 (_TYPE, _FIRST_ACCESS, _LAST_ACCESS, _LAST_CHANGE, _LAST_MODIFIED, _ETAG, _SIGNATURE,
  _HTTP_STATUS, _CONTENT_TYPE, _SIZE, _ACCESSES, _CHANGES, _UNCHANGED, _BASELINE, _DEAD_COUNT,
- _DEPTH, _HOST_ID) = range(len(_STATE_COLS))
+ _RETRY, _DEPTH, _HOST_ID) = range(len(_STATE_COLS))
 _STATE_SQL = ", ".join(_STATE_COLS)
 # A page's first fetch sets first_access, which puts it into the partial hash index (schema
 # v3); later fetches leave that column out of the SET list, so SQLite leaves the index alone.
@@ -56,11 +56,14 @@ _FRONTIER_REPLACE = ("INSERT OR REPLACE INTO frontier (url_id, priority, enqueue
 _DELETE = object()  # frontier action: remove
 
 # Refused URLs (FetchRecord.refused, Refuse): an unread row becomes 'refused', its reason an
-# errors row (the row's own host); a fetched page keeps its type. An admitted one (enqueued)
-# that was refused becomes unread again, at the smaller depth.
+# errors row (the row's own host); a fetched page keeps its type, and a failed one offered
+# again (urls.retry) is not tried any more. An admitted one (enqueued) that was refused
+# becomes unread again, at the smaller depth.
 _REFUSED_ERROR = ("INSERT INTO errors (url_id, host_id, at, kind, detail) SELECT id, host_id, "
-                  "?, 'refused', ? FROM urls WHERE id = ? AND type = 'unread'")
-_MARK_REFUSED = "UPDATE urls SET type = 'refused' WHERE id = ? AND type = 'unread'"
+                  "?, 'refused', ? FROM urls WHERE id = ? AND (type = 'unread' "
+                  "OR retry IS NOT NULL)")
+_MARK_REFUSED = ("UPDATE urls SET type = iif(type = 'unread', 'refused', type), retry = NULL "
+                 "WHERE id = ? AND (type = 'unread' OR retry IS NOT NULL)")
 _UNREFUSE = ("UPDATE urls SET type = 'unread', depth = min(depth, ?) "
              "WHERE id = ? AND type = 'refused'")
 _DEAD = PageType.DEAD.value
@@ -294,6 +297,7 @@ class BatchApplier:
                                                   self._good.get(url_id))
         else:
             s[_TYPE] = _TYPE_VALUE[rec.page_type]
+        s[_RETRY] = 1 if retries(s[_TYPE], s[_ACCESSES], rec.error_kind) else None
         self._state[url_id] = tuple(s)
         self._dirty.add(url_id)
         self._links_and_errors(rec, url_id, s, has_content)

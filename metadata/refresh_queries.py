@@ -247,8 +247,7 @@ def unread_ranked(conn: sqlite3.Connection, limit: int) -> list[int]:
         "id LIMIT ?", (limit,))]
 
 
-#: Fetches a never-loaded page gets before its failures are taken as final (the schema's
-#: partial index ``urls_retry`` writes the same number).
+#: Fetches a never-loaded page gets before its failures are taken as final.
 ERROR_TRIES = 4
 #: Failures another fetch would not change: robots.txt, the scope and address policy, the
 #: type or size refused, a trap, a redirect loop. The others (timeouts, connections, DNS,
@@ -260,22 +259,29 @@ LASTING_ERRORS = ("robots", "scope", "address", "content_type", "trap", "redirec
 def retries_due(conn: sqlite3.Connection, now: float, unit_s: float, limit: int
                 ) -> list[int]:
     """Up to ``limit`` never-loaded pages whose fetches all failed (type ``error``), fewer
-    than :data:`ERROR_TRIES` times, each due again unit_s·2^(a−1) after its last try (a its
-    tries so far: one unit, then two, then four), the longest waiting first; a page whose
-    last failure is lasting (:data:`LASTING_ERRORS`) is left. A page read once is a
-    planned document, whose failed re-reads back off in its folder instead
+    than :data:`ERROR_TRIES` times and never for a lasting reason (:data:`LASTING_ERRORS`,
+    a refusal since included): the writer marks them (``urls.retry``, :func:`retries`).
+    Each is due again unit_s·2^(a−1) after its last try (a its tries so far: one unit,
+    then two, then four), the longest waiting first. A page read once is a planned
+    document, whose failed re-reads back off in its folder instead
     (:func:`failed_refetches`).
 
-    The first entries of the partial index ``urls_retry`` (schema v10) that are due."""
+    The partial index ``urls_retry`` (schema v10) holds the marked pages alone, by last
+    try: the scan reads those tried at least a unit ago, O(marked pages) at worst."""
     if limit <= 0:
         return []
-    lasting = ",".join("?" * len(LASTING_ERRORS))
     return [r[0] for r in conn.execute(
-        f"SELECT u.id FROM urls u WHERE u.type = 'error' AND u.accesses < {ERROR_TRIES} "
-        "AND u.last_access <= ? AND u.last_access + ? * (1 << max(u.accesses - 1, 0)) <= ? "
-        "AND coalesce((SELECT e.kind FROM errors e WHERE e.url_id = u.id "
-        f"ORDER BY e.id DESC LIMIT 1), '') NOT IN ({lasting}) "
-        "ORDER BY u.last_access LIMIT ?", (now - unit_s, unit_s, now, *LASTING_ERRORS, limit))]
+        "SELECT id FROM urls WHERE retry IS NOT NULL AND last_access <= ? "
+        "AND last_access + ? * (1 << max(accesses - 1, 0)) <= ? "
+        "ORDER BY last_access LIMIT ?", (now - unit_s, unit_s, now, limit))]
+
+
+def retries(page_type: str, accesses: int, error_kind: str | None) -> bool:
+    """Whether a page after a fetch of outcome ``page_type`` (its ``accesses`` counted) is
+    to be tried again: a never-loaded page that failed fewer than :data:`ERROR_TRIES`
+    times, not for a lasting reason."""
+    return (page_type == "error" and accesses < ERROR_TRIES
+            and (error_kind or "") not in LASTING_ERRORS)
 
 
 def urls_of(conn: sqlite3.Connection, url_ids: Iterable[int]) -> dict[int, str]:

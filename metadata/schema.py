@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from metadata.errors import MetadataError
+from metadata.refresh_queries import ERROR_TRIES, LASTING_ERRORS
 from metadata.views import VIEWS
 
 CURRENT_VERSION = 10
@@ -314,12 +315,15 @@ def _v8_to_v9(conn: sqlite3.Connection) -> None:
     conn.execute(V9_DDL)
 
 
-#: Never-loaded pages whose fetches failed, in the order their retries fall due, and each
-#: URL's error rows (the kind of its last failure): ``refresh_queries.retries_due``. The
-#: limit is ``refresh_queries.ERROR_TRIES`` (a partial index needs it written out).
-V10_DDL = """
-CREATE INDEX urls_retry ON urls(last_access) WHERE type = 'error' AND accesses < 4;
-CREATE INDEX errors_url ON errors(url_id);
+#: Never-loaded pages whose fetch failed and is to be tried again (``urls.retry`` 1, set by
+#: the writer), in the order their retries fall due: ``refresh_queries.retries_due``. The
+#: pages that failed before this version are marked as the writer would have marked them.
+V10_DDL = f"""
+ALTER TABLE urls ADD COLUMN retry INTEGER;
+CREATE INDEX urls_retry ON urls(last_access) WHERE retry IS NOT NULL;
+UPDATE urls SET retry = 1 WHERE type = 'error' AND accesses < {ERROR_TRIES} AND id NOT IN (
+  SELECT url_id FROM errors WHERE id IN (SELECT max(id) FROM errors GROUP BY url_id)
+  AND kind IN ({", ".join(repr(k) for k in LASTING_ERRORS)}))
 """
 
 
@@ -340,7 +344,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
     8: ("the start URLs added with xyro seed", _v7_to_v8),
     9: ("seeds found where a seed redirected to", _v8_to_v9),
-    10: ("failed never-loaded pages by retry time; errors by URL", _v9_to_v10),
+    10: ("never-loaded pages whose failed fetch is tried again", _v9_to_v10),
 }
 
 

@@ -236,3 +236,38 @@ def test_v8_seeds_keep_their_rows_as_the_operator_s(tmp_path: Path) -> None:
         assert store.schema_version == 10
         assert [(s.url, s.priority, s.redirected_from) for s in store.seeds()] == [
             ("http://a.example/", 1, None)]
+
+
+def test_v9_failed_pages_are_marked_for_retry_unless_lasting(tmp_path: Path) -> None:
+    # Pages that failed before version 10 get the tries the writer now gives: a 500 or a
+    # timeout, not robots.txt or a refused type, and not after four fetches.
+    from metadata import schema
+
+    path = tmp_path / "v9.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    current = schema.CURRENT_VERSION
+    schema.CURRENT_VERSION = 9
+    try:
+        schema.migrate(conn, str(path))
+    finally:
+        schema.CURRENT_VERSION = current
+    conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'a.example')")
+    pages = [(1, "500", 1, "http_status"), (2, "robots", 1, "robots"), (3, "slow", 2, "timeout"),
+             (4, "worn", 4, "timeout"), (5, "type", 1, "content_type")]
+    for i, name, accesses, kind in pages:
+        conn.execute("INSERT INTO urls (id, hash, type, host_id, url, last_access, accesses) "
+                     "VALUES (?, ?, 'error', 1, ?, 1.0, ?)",
+                     (i, i, f"http://a.example/{name}", accesses))
+        conn.execute("INSERT INTO errors (url_id, host_id, at, kind) VALUES (?, 1, 1.0, 'dns')",
+                     (i,))   # an older failure: the last one decides
+        conn.execute("INSERT INTO errors (url_id, host_id, at, kind) VALUES (?, 1, 1.0, ?)",
+                     (i, kind))
+    conn.close()
+    with MetadataStore.open(path) as store:
+        assert store.schema_version == 10
+    conn = sqlite3.connect(path)
+    try:
+        marked = [u for (u,) in conn.execute("SELECT url FROM urls WHERE retry = 1 ORDER BY id")]
+    finally:
+        conn.close()
+    assert marked == ["http://a.example/500", "http://a.example/slow"]

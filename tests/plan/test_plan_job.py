@@ -444,3 +444,11 @@ def test_a_never_loaded_page_whose_fetch_failed_is_tried_again_with_back_off(
           failed("http://a.example/500.xml", 26.0, "http_status", 500)])  # 4 tries: final
     assert "http://a.example/500.xml" not in discovered(100.0)
     assert rq.ERROR_TRIES == 4
+    # Refused by the admission now (the scope narrowed): no more tries, and it says why.
+    with store.writer() as w:
+        w.submit(Refuse("http://a.example/slow.xml", "scope: matches deny pattern", depth=1))
+    assert discovered(100.0) == ["http://a.example/cut.xml"]
+    conn = store.read_connection()
+    assert conn.execute("SELECT type FROM urls WHERE url = 'http://a.example/slow.xml'"
+                        ).fetchone() == ("error",)
+    conn.close()
