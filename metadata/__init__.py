@@ -23,7 +23,7 @@ their concatenation), :mod:`metadata.status` (``xyro status``).
 from metadata.errors import MetadataError
 from metadata.records import (
     MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed,
-    FrontierRow, Graph, JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
+    FrontierRow, Graph, HostDelay, JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
     XmlVersion,
 )
 from metadata.store import MetadataStore
@@ -31,7 +31,7 @@ from metadata.writer import Writer
 
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
-    "FoundSeed", "FrontierRow", "Graph", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
+    "FoundSeed", "FrontierRow", "Graph", "HostDelay", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
     "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "UnitSpent", "Writer",
     "XmlVersion",
 ]

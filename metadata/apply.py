@@ -16,9 +16,9 @@ from operator import itemgetter
 import numpy as np
 
 from metadata.records import (
-    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed, JobRun, Op, PageType,
-    Refuse, SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh, SetState,
-    SetWeights, UnitSpent, XmlVersion,
+    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed, HostDelay, JobRun, Op,
+    PageType, Refuse, SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh,
+    SetState, SetWeights, UnitSpent, XmlVersion,
 )
 from metadata.checkpoint_ids import CheckpointIds
 from metadata.refresh_queries import (PLANNED_TYPES, FailedRefetch, failed_refetches,
@@ -207,7 +207,7 @@ class BatchApplier:
         self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
                                   SetPending: [], ClearPending: [], UnitSpent: [],
-                                  FoundSeed: []}
+                                  FoundSeed: [], HostDelay: []}
         bulk: list[Op] = []
         for op in ops:
             kind = type(op)
@@ -248,6 +248,8 @@ class BatchApplier:
                                    op.updated_at))
             elif kind is FoundSeed:
                 rows[kind].append((op.url, op.priority, op.added_at, op.redirected_from))
+            elif kind is HostDelay:
+                rows[kind].append((op.host, op.crawl_delay_s))
             else:  # SetRanks, SetWeights, SetLastModifiedVerdicts, SaveOpic: vectorised,
                 # applied in order after the rows above
                 bulk.append(op)
@@ -402,6 +404,9 @@ class BatchApplier:
         if rows[SetRefresh]:
             many("UPDATE urls SET rate = ?, rate_source = ?, due_unit = ?, interval_units = ? "
                  "WHERE id = ?", rows[SetRefresh])
+        if rows[HostDelay]:
+            many("INSERT INTO hosts (host, crawl_delay) VALUES (?, ?) ON CONFLICT (host) "
+                 "DO UPDATE SET crawl_delay = excluded.crawl_delay", rows[HostDelay])
         if rows[SetState]:
             many("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", rows[SetState])
         if rows[UnitSpent]:

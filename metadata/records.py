@@ -289,6 +289,22 @@ class FoundSeed:
 
 
 @dataclass(frozen=True, slots=True)
+class HostDelay:
+    """A host's robots.txt Crawl-delay as last read (``hosts.crawl_delay``, schema 10): a
+    restart spaces the host's first request by it, before its robots.txt is read again."""
+
+    host: str
+    crawl_delay_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not self.host:
+            raise ValueError(f"HostDelay.host must be a non-empty string, got {self.host!r}")
+        if not self.crawl_delay_s >= 0:
+            raise ValueError(f"HostDelay {self.host}: crawl delay must be >= 0, "
+                             f"got {self.crawl_delay_s!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class JobRun:
     """One run of a periodic job (ranking, planner...), for ``xyro status``."""
 
@@ -369,7 +385,7 @@ class ClearPending:
 
 Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
            JobRun, XmlVersion, SetPending, ClearPending, SetWeights, SetLastModifiedVerdicts,
-           UnitSpent, FoundSeed]
+           UnitSpent, FoundSeed, HostDelay]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

@@ -318,7 +318,9 @@ def _v8_to_v9(conn: sqlite3.Connection) -> None:
 #: Never-loaded pages whose fetch failed and is to be tried again (``urls.retry`` 1, set by
 #: the writer), in the order their retries fall due: ``refresh_queries.retries_due``. The
 #: pages that failed before this version are marked as the writer would have marked them.
+#: Each host's robots.txt Crawl-delay, for the first request after a restart.
 V10_DDL = f"""
+ALTER TABLE hosts ADD COLUMN crawl_delay REAL;
 ALTER TABLE urls ADD COLUMN retry INTEGER;
 CREATE INDEX urls_retry ON urls(last_access) WHERE retry IS NOT NULL;
 UPDATE urls SET retry = 1 WHERE type = 'error' AND accesses < {ERROR_TRIES} AND id NOT IN (
@@ -344,7 +346,8 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     7: ("each page's Last-Modified verdict, for its host's", _v6_to_v7),
     8: ("the start URLs added with xyro seed", _v7_to_v8),
     9: ("seeds found where a seed redirected to", _v8_to_v9),
-    10: ("never-loaded pages whose failed fetch is tried again", _v9_to_v10),
+    10: ("never-loaded pages whose failed fetch is tried again; hosts' Crawl-delay",
+         _v9_to_v10),
 }
 
 

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Union
 
-from metadata.records import Enqueue, FetchRecord, Op, Refuse
+from metadata.records import Enqueue, FetchRecord, HostDelay, Op, Refuse
 from xyro.clock import Clock
 from xyro.crawl.admission import RULES, Admission, Refusal, Source
 from xyro.crawl.cash_queue import CashOf
@@ -207,6 +207,15 @@ class Frontier(FrontierQueues):
                 refused = [(o, r) for o, r in sub.refused if not self._holds(o.url)]
             self._write(records(queued, refused))
         return sub
+
+    def done(self, item: FrontierItem, retry_after_s: float | None = None, error: bool = False,
+             now: float | None = None, started_at: float | None = None) -> None:
+        """:meth:`FrontierQueues.done`; a robots.txt read also records its host's Crawl-delay
+        (``HostDelay``): a restart spaces the host's first request by it."""
+        super().done(item, retry_after_s, error, now, started_at)
+        if item.kind == "robots":
+            with self._journal:
+                self._write([HostDelay(item.host, self.hosts.slot(item.host).crawl_delay)])
 
     def complete(self, item: FrontierItem, record: FetchRecord,
                  links: Iterable[tuple[str, int]] = (),
@@ -418,7 +427,7 @@ class Frontier(FrontierQueues):
                                  f"not_before): {exc}") from exc
         return n
 
-    # -- giving back (done is FrontierQueues') ----------------------------------------------
+    # -- giving back (done is above) ----------------------------------------------------------
 
     def requeue(self, item: FrontierItem, not_before: float = 0.0, retry_after_s: float | None = None,
                 error: bool = False, now: float | None = None,

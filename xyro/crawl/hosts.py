@@ -270,13 +270,15 @@ class HostScheduler:
                     self._schedule(host, st, nxt)
             return st.next_ok
 
-    def resume(self, host: str, last_start: float) -> float:
-        """A request to ``host`` started at ``last_start`` before this process (a restart):
-        the delay counts from it, as from a start of this process. Returns the host's next
+    def resume(self, host: str, last_start: float, crawl_delay: float = 0.0) -> float:
+        """A request to ``host`` started at ``last_start`` before this process (a restart),
+        under a Crawl-delay of ``crawl_delay`` then: the delay counts from it, as from a
+        start of this process, until its robots.txt is read again. Returns the host's next
         allowed start."""
         with self._lock:
             st = self._get(host)
             st.last_start = max(st.last_start, last_start)
+            st.crawl_delay = max(st.crawl_delay, crawl_delay)
             nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
             if nxt > st.next_ok:
                 st.next_ok = nxt

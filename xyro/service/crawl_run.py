@@ -166,8 +166,9 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     conn = store.read_connection()
     try:
         now = crawler.clock.now()
-        for host, last in crawl_queries.recent_hosts(conn, now - POLITENESS_MEMORY_S):
-            crawler.frontier.hosts.resume(host, min(last, now))
+        hosts = crawler.frontier.hosts
+        for host, last, delay in crawl_queries.recent_hosts(conn, now - POLITENESS_MEMORY_S):
+            hosts.resume(host, min(last, now), delay)
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
         if rows:
             log.info("restoring the crawl: the seen-set from every stored URL, then %d "
