@@ -99,3 +99,27 @@ def test_a_prune_while_crawling_keeps_blobs_written_lately(tmp_path: Path) -> No
         assert wh.put(b"<v n='0'/>") == keys[0]   # stored again now, its row to come
         assert prune_warehouse(store, wh, keep=1, grace_s=600) == 2
     assert keys[0] in wh and keys[3] in wh and keys[1] not in wh and keys[2] not in wh
+
+
+@pytest.mark.parametrize("when", ["before the look", "between the look and the deletion"])
+def test_a_put_racing_the_prune_keeps_its_blob(when: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A loader worker stores the bytes of a version the daemon's prune is dropping, at the
+    # worst moments: put() returned the key, so the blob must be there after the prune.
+    wh = Warehouse(tmp_path / "wh")
+    body = b"<doc>the bytes of a pruned version, stored again</doc>"
+    key = wh.put(body)
+    os.utime(wh.path_of(key), (time.time() - 3600, time.time() - 3600))
+    rename = os.rename
+
+    def racing_rename(src: object, dst: object) -> None:
+        if when == "before the look":
+            assert wh.put(body) == key
+        rename(src, dst)   # type: ignore[arg-type]
+        if when != "before the look":
+            assert wh.put(body) == key
+    monkeypatch.setattr(os, "rename", racing_rename)
+    wh.delete_unreferenced([key], set(), written_before=time.time() - 600)
+    monkeypatch.setattr(os, "rename", rename)
+    assert wh.get(key) == body
+    assert not list(wh.root.glob("??/??/.tmp-*"))

@@ -131,14 +131,28 @@ class Warehouse:
             if key in referenced or not _valid_key(key):
                 continue
             try:
-                if written_before is not None and \
-                        (self.root / key).stat().st_mtime >= written_before:
+                if written_before is None:
+                    (self.root / key).unlink()
+                elif not self._unlink_if_older(self.root / key, written_before):
                     continue
-                (self.root / key).unlink()
                 removed += 1
             except FileNotFoundError:
                 pass
         return removed
+
+    @staticmethod
+    def _unlink_if_older(path: Path, written_before: float) -> bool:
+        """Delete ``path`` unless written or touched since ``written_before``, with no gap
+        for :meth:`put` to touch it between the look and the deletion: it is moved aside
+        first (a put() then finds no blob and writes it again), and moved back when fresh
+        (same name, same bytes: whatever put() wrote meanwhile is the same blob)."""
+        aside = path.with_name(f"{_TMP}pruned-{uuid.uuid4().hex}")
+        os.rename(path, aside)
+        if aside.stat().st_mtime >= written_before:
+            os.replace(aside, path)
+            return False
+        aside.unlink()
+        return True
 
     def sweep(self, referenced: set[str]) -> int:
         """Remove leftover temporary files and blobs no version references.
