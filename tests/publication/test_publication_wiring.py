@@ -15,12 +15,12 @@ from xyro.clock import ManualClock
 from xyro.config_load import ConfigError, load_config
 from xyro.content.page import PageOutcome
 from xyro.crawl.admission import Admission, Source
-from xyro.crawl.crawler import _publication
 from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier
 from xyro.crawl.hosts import HostScheduler
 from xyro.publication.published import PublishedDates
 from xyro.publication.trust import PublishedDateTrusts
-from xyro.crawl.publishing import (PublicationChannel, read_publication, sniff_publication)
+from xyro.crawl.publishing import (PublicationChannel, publication_of, read_publication,
+                                   sniff_publication)
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import Scope, TrapGuard
 from xyro.records import FetchResult
@@ -96,7 +96,7 @@ def test_the_worker_parses_xml_bodies_that_are_publications() -> None:
     def done(body: bytes, page_type: PageType = PageType.XML, not_modified: bool = False):
         result = FetchResult("http://a.example/sitemap.xml", "http://a.example/sitemap.xml",
                              200, body=body, not_modified=not_modified)
-        return _publication(_item(), result, PageOutcome(page_type))
+        return publication_of(_item().url, result, PageOutcome(page_type))
 
     assert done(URLSET) is not None and done(URLSET).kind == "sitemap"
     assert done(RSS) is not None and done(RSS).kind == "feed"

@@ -100,19 +100,18 @@ class LoaderNeeds:
         limit = self.loader.settings.max_entity_urls
         if len(asked) > limit:
             self.loader.pending.release(item.url)
-            self._fail(previous or Held(item, result, now), LoadError.ENTITY,
+            self._fail(previous or Held(item, result, now), LoadError.ENTITY_REFUSED,
                        f"needs more than {limit} DTD and entity URLs "
                        f"(loader.max_entity_urls); none more is fetched for it")
             return
         for need in needs:
-            reason = cache.failure(need)  # failed while this document was being parsed
+            kind, reason = LoadError.ENTITY, cache.failure(need)  # failed meanwhile
             if reason is None:
                 refusal = self.frontier.refusal(Source.LOADER, need, item.depth)
-                reason = None if refusal is None else f"refused: {refusal}"
+                kind, reason = LoadError.ENTITY_REFUSED, refusal and f"refused: {refusal}"
             if reason is not None:
                 self.loader.pending.release(item.url)
-                self._fail(previous or Held(item, result, now), LoadError.ENTITY,
-                           f"needed {need}: {reason}")
+                self._fail(previous or Held(item, result, now), kind, f"needed {need}: {reason}")
                 return
         needs = tuple(n for n in needs if n not in cache)
         if not needs:  # arrived while this document was being parsed: load it again now

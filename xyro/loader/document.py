@@ -51,7 +51,9 @@ class LoadError(enum.StrEnum):
     PARSE = "parse"          # not well-formed, bad encoding, too deep, entity amplification,
     #                          crowded elements, anything else lxml fails on
     TOO_LARGE = "too_large"  # more than loader.max_document_bytes
-    ENTITY = "entity"        # external entity refused (not http(s)) or unobtainable
+    ENTITY = "entity"        # a DTD or external entity could not be fetched
+    ENTITY_REFUSED = "entity_refused"  # one it may not fetch: not http(s), refused by the
+    #                                    admission, past loader.max_entity_urls (lasting)
     TIMEOUT = "timeout"      # its DTD/entities did not arrive within loader.dtd_timeout_s
 
 
@@ -212,7 +214,7 @@ def _withheld(exc: etree.XMLSyntaxError, resolver: CacheResolver) -> str | None:
 def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
     """Refused or failed external loads end the document; missing ones make it wait."""
     if resolver.refused:
-        return LoadResult.error(LoadError.ENTITY, (
+        return LoadResult.error(LoadError.ENTITY_REFUSED, (
             f"{url} refers to {resolver.refused[0]!r}: only http(s) DTDs and entities are "
             f"loaded, through the crawler; local files and other schemes are never read"))
     if resolver.failed:
