@@ -36,6 +36,22 @@ def test_second_lock_refused_naming_the_holder(tmp_path: Path) -> None:
         pass
 
 
+def test_a_pid_of_a_process_gone_is_not_named_as_the_holder(tmp_path: Path) -> None:
+    # A holder that could lock the file only read-only (another user's file) leaves the
+    # pid of whoever wrote it last: a process long gone must not be named as the crawler.
+    db = tmp_path / "xyro.db"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    lock_path(db).write_text(gone.stdout)
+    fd = os.open(lock_path(db), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)   # as the read-only holder holds it
+        with pytest.raises(CrawlerRunning, match="another Xyro crawler \\(another process\\)"):
+            CrawlLock(db, wait_s=0.0).acquire()
+    finally:
+        os.close(fd)
+
+
 def test_status_probe_does_not_refuse_a_starting_crawler(tmp_path: Path) -> None:
     """`xyro status` takes the lock shared for an instant; a crawler starting then waits."""
     db = tmp_path / "xyro.db"

@@ -164,8 +164,18 @@ def _owner(path: Path) -> str:
 
 
 def _read_pid(fd: int) -> int | None:
+    """The pid the lock file names, if that process exists: a holder that could only lock
+    the file read-only (another user's) leaves an older pid in it."""
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
     except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    if not text.isdigit():
+        return None
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return None
+    except (PermissionError, OverflowError, ValueError):
+        pass
+    return int(text)
