@@ -15,7 +15,8 @@ from metadata.urlkeys import url_hash
 
 # A URL with versions was fetched (an XmlVersion op marks it so), hence in the hash index.
 _LATEST = f"""
-SELECT v.c14n_signature, v.md5, v.storage_key FROM xml_versions v JOIN urls u ON u.id = v.url_id
+SELECT v.c14n_signature, v.md5, v.storage_key, u.last_access FROM xml_versions v
+JOIN urls u ON u.id = v.url_id
 WHERE u.hash = ? AND u.url = ? AND u.{FETCHED} ORDER BY v.fetched_at DESC, v.id DESC LIMIT 1
 """
 
@@ -28,10 +29,12 @@ RETURNING storage_key
 """
 
 
-def latest_version(conn: sqlite3.Connection, url: str) -> tuple[bytes | None, bytes, str] | None:
-    """(c14n signature, md5, storage key) of the newest stored version of ``url``."""
+def latest_version(conn: sqlite3.Connection, url: str
+                   ) -> tuple[bytes | None, bytes, str, float | None] | None:
+    """(c14n signature, md5, storage key, the URL's last access) of the newest stored
+    version of ``url``."""
     row = conn.execute(_LATEST, (url_hash(url), url)).fetchone()
-    return None if row is None else (row[0], row[1], row[2])
+    return None if row is None else (row[0], row[1], row[2], row[3])
 
 
 def prune_versions(conn: sqlite3.Connection, keep: int) -> set[str]:

@@ -5,7 +5,9 @@ most ``max_entity_bytes`` each, at most ``max_entries`` of them, least recently 
 first); on a miss it asks its ``fallback`` (the warehouse copy an earlier run stored), so a
 restarted crawler does not fetch every DTD again. Failed URLs are remembered with their reason, so documents needing them fail at
 once instead of asking the crawler again, for ``failure_ttl_s`` (by the ``now`` clock)
-before it is asked again. Thread-safe: fetch workers read it while the
+before it is asked again. A body serves for ``max_age_s`` after its fetch (a stored copy:
+after the fetch that stored or confirmed it), then is fetched again: a DTD changes too, and
+documents are validated against it. Thread-safe: fetch workers read it while the
 dispatcher fills it.
 """
 
@@ -21,14 +23,15 @@ class EntityCache:
     """URL → bytes of fetched DTDs and external entities, capped in size and count."""
 
     def __init__(self, max_entity_bytes: int = 2 * 2**20, max_entries: int = 1000,
-                 fallback: Callable[[str], bytes | None] | None = None,
+                 fallback: Callable[[str], tuple[bytes, float] | None] | None = None,
                  failure_ttl_s: float = math.inf,
-                 now: Callable[[], float] | None = None) -> None:
+                 now: Callable[[], float] | None = None, max_age_s: float = math.inf) -> None:
         self.max_entity_bytes = max_entity_bytes
         # Second level: DTDs/entities stored in the warehouse by an earlier run.
         self._fallback = fallback
         self.max_entries = max_entries
-        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._bodies: OrderedDict[str, tuple[bytes, float]] = OrderedDict()  # (body, fetched)
+        self.max_age_s = max_age_s
         self._failed: OrderedDict[str, tuple[str, float]] = OrderedDict()  # (why, when)
         self.failure_ttl_s = failure_ttl_s
         self._now = now or (lambda: 0.0)
@@ -36,15 +39,26 @@ class EntityCache:
 
     def get(self, url: str) -> bytes | None:
         with self._lock:
-            body = self._bodies.get(url)
+            body = self._fresh(url)
             if body is not None:
                 self._bodies.move_to_end(url)
                 return body
         if self._fallback is not None:
-            body = self._fallback(url)
-            if body is not None and self.put(url, body) is None:
-                return body
+            stored = self._fallback(url)
+            if stored is not None and self._now() - stored[1] < self.max_age_s \
+                    and self.put(url, stored[0], fetched_at=stored[1]) is None:
+                return stored[0]
         return None
+
+    def _fresh(self, url: str) -> bytes | None:
+        """The cached body of ``url`` unless it is older than ``max_age_s`` (lock held)."""
+        entry = self._bodies.get(url)
+        if entry is None:
+            return None
+        if self._now() - entry[1] >= self.max_age_s:
+            del self._bodies[url]
+            return None
+        return entry[0]
 
     def failure(self, url: str) -> str | None:
         """Why ``url`` could not be obtained, or None (also once the failure is older than
@@ -58,8 +72,9 @@ class EntityCache:
                 return None
             return failed[0]
 
-    def put(self, url: str, body: bytes) -> str | None:
-        """Cache ``body`` for ``url``; returns the reason when it is refused (too large)."""
+    def put(self, url: str, body: bytes, fetched_at: float | None = None) -> str | None:
+        """Cache ``body`` for ``url`` (fetched at ``fetched_at``, now by default); returns
+        the reason when it is refused (too large)."""
         if len(body) > self.max_entity_bytes:
             reason = (f"{url} is {len(body)} bytes, more than the {self.max_entity_bytes} "
                       f"bytes a DTD or external entity may have (loader.max_entity_bytes)")
@@ -67,7 +82,7 @@ class EntityCache:
             return reason
         with self._lock:
             self._failed.pop(url, None)
-            self._bodies[url] = body
+            self._bodies[url] = (body, self._now() if fetched_at is None else fetched_at)
             self._bodies.move_to_end(url)
             while len(self._bodies) > self.max_entries:
                 self._bodies.popitem(last=False)
@@ -83,7 +98,7 @@ class EntityCache:
 
     def __contains__(self, url: object) -> bool:
         with self._lock:
-            return url in self._bodies
+            return isinstance(url, str) and self._fresh(url) is not None
 
     def __len__(self) -> int:
         with self._lock:

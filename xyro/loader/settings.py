@@ -30,6 +30,9 @@ class LoaderSettings:
     max_url_length: int = 2048
     max_attributes_per_element: int = 512
     max_namespaces_in_scope: int = 128
+    #: How long a fetched DTD or entity serves documents before it is fetched again (it
+    #: may have changed; documents are validated against it).
+    entity_max_age_s: float = 86400.0
     #: DTD and entity URLs one document may have fetched, over all its rounds.
     max_entity_urls: int = 128
     #: How long a DTD or entity that could not be fetched fails the documents needing it

@@ -29,8 +29,9 @@ from xyro.loader.settings import LoaderSettings
 from xyro.loader.warehouse import Warehouse, WarehouseError
 from xyro.records import FetchResult
 
-#: (c14n signature, md5, storage key) of a URL's newest stored version, or None.
-LatestVersion = Callable[[str], "tuple[bytes | None, bytes, str] | None"]
+#: (c14n signature, md5, storage key, the URL's last access) of a URL's newest stored
+#: version, or None.
+LatestVersion = Callable[[str], "tuple[bytes | None, bytes, str, float | None] | None"]
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
@@ -64,7 +65,8 @@ class LoaderStage:
         self.warehouse = warehouse
         self.cache = cache or EntityCache(settings.max_entity_bytes, settings.max_cache_entries,
                                           fallback=self._stored_entity,
-                                          failure_ttl_s=settings.failed_need_retry_s, now=now)
+                                          failure_ttl_s=settings.failed_need_retry_s, now=now,
+                                          max_age_s=settings.entity_max_age_s)
         self.catalogs = catalogs
         # Where the DTDs and entities of loaded documents came from (xyro status).
         self._sources = {"catalog": 0, "cache": 0, "web": 0}
@@ -126,12 +128,13 @@ class LoaderStage:
         return XmlVersion(url=url, md5=md5, c14n_signature=None, fetched_at=result.started_at,
                           size=len(body), storage_key=self.warehouse.put(body), valid=None)
 
-    def _stored_entity(self, url: str) -> bytes | None:
+    def _stored_entity(self, url: str) -> tuple[bytes, float] | None:
+        """The copy of a DTD/entity an earlier run stored, and when it was last fetched."""
         latest = self._latest(url)
         if latest is None or latest[0] is not None:  # none, or an XML document version
             return None
         try:
-            return self.warehouse.get(latest[2])
+            return self.warehouse.get(latest[2]), latest[3] or 0.0
         except WarehouseError:
             return None
 
