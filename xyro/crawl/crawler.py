@@ -325,9 +325,12 @@ class Crawler:
             result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
                                             stop=self._stop)
             ok = result.error_kind is None and result.status is not None and result.status < 300
-            return Done(item, result, analyse(result, None, self.settings.follow_nofollow,
-                                               self.settings.max_url_length),
-                         version=loader.store_entity(item.url, result) if ok else None)
+            outcome = analyse(result, None, self.settings.follow_nofollow,
+                              self.settings.max_url_length)
+            if ok and outcome.page_type == PageType.XML:  # an XML document used as an entity
+                return self._loaded(item, result, outcome, NEVER_FETCHED, None)
+            return Done(item, result, outcome,
+                        version=loader.store_entity(item.url, result) if ok else None)
         prior = self._validators(item.url)
         result = self._fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
                              stop=self._stop)
@@ -338,12 +341,18 @@ class Crawler:
                          prior=prior)
         publication = publication_of(item.url, result, outcome, self.publication.announced_by)
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
-            loaded = loader.load(item.url, result)
-            if loaded.outcome is None:
-                return Done(item, result, outcome, needs=loaded.needs, prior=prior)
-            return Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
-                         publication=publication)
+            return self._loaded(item, result, outcome, prior, publication)
         return Done(item, result, outcome, prior=prior, publication=publication)
+
+    def _loaded(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
+                prior: PriorFetch, publication: Publication | None) -> Done:
+        """An XML document loaded (worker side), or held for the DTDs it needs."""
+        assert self.loader is not None
+        loaded = self.loader.load(item.url, result)
+        if loaded.outcome is None:
+            return Done(item, result, outcome, needs=loaded.needs, prior=prior)
+        return Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
+                    publication=publication)
 
     def _links_only(self, item: FrontierItem) -> Done:
         """An out-of-scope page of the global PageRank estimate (DESIGN.md §5): a plain
