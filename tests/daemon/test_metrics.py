@@ -376,3 +376,18 @@ def test_collector_buckets_jobs_and_labels() -> None:
     assert value(families, "xyro_rank_job_runs_total", outcome="ok") == 1
     assert value(families, "xyro_rank_job_runs_total", outcome="skipped") == 1
     assert not any(f.name.startswith("xyro_opic") for f in families.values())
+
+
+def test_a_port_in_use_says_so() -> None:
+    # EADDRINUSE is another process on the port, not systemd's SocketBindAllow=.
+    from xyro.errors import XyroError
+    from xyro.service.metrics import MetricsEndpoint
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = load_config(None, {}, [f"metrics.listen=127.0.0.1:{port}"]).metrics
+        with pytest.raises(XyroError, match="another process listens there") as info:
+            MetricsEndpoint(config).start()
+    assert "SocketBindAllow" not in str(info.value)

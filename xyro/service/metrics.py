@@ -16,6 +16,7 @@ never the library's global ``REGISTRY``: Xyro keeps no module-level state.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections import Counter
@@ -299,9 +300,11 @@ class MetricsEndpoint:
             self._server, self._thread = start_http_server(
                 address[1], addr=address[0], registry=self.registry)
         except OSError as exc:
+            advice = ("another process listens there: stop it or choose another port"
+                      if exc.errno == errno.EADDRINUSE else
+                      "under systemd, SocketBindAllow= in the unit must allow its port")
             raise XyroError(f"cannot serve metrics on {self._config.listen} (metrics.listen): "
-                            f"{exc.strerror or exc}; under systemd, SocketBindAllow= in the "
-                            "unit must allow its port") from None
+                            f"{exc.strerror or exc}; {advice}") from None
         self._thread.name = "xyro-metrics"
         log.info("metrics on %s", self.url)
         return self
