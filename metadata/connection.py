@@ -87,6 +87,9 @@ def open_error(path: Path, exc: sqlite3.Error, *, write: bool) -> MetadataError:
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
         return _corrupt(path, exc)
+    if os.path.isdir(path):
+        return StoreAccessError(f"metadata store {path} is a folder, not a database file: "
+                                f"point storage.database at a file (e.g. {path}/xyro.db)")
     problem = write_problem(path) if write else read_problem(path)
     if problem is not None:
         return StoreAccessError(problem)

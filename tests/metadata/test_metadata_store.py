@@ -193,3 +193,14 @@ def test_only_one_writer(store: MetadataStore) -> None:
     with pytest.raises(MetadataError, match="closed"):
         w.submit(Enqueue("http://a/", 1))
     store.writer().close()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_folder_given_as_the_database_is_named_as_such(tmp_path: Path, read_only: bool) -> None:
+    # storage.database pointing at a folder: the error said to check the permissions.
+    from metadata.errors import StoreAccessError
+
+    folder = tmp_path / "db"
+    folder.mkdir()
+    with pytest.raises(StoreAccessError, match=f"{folder} is a folder, not a database file"):
+        MetadataStore.open(folder, read_only=read_only)
