@@ -268,10 +268,11 @@ def documents(ctx: click.Context, host: str | None, dtd: str | None, valid: bool
     """List the XML documents in the warehouse, newest change first, then the DTDs and
     external entity files kept for them.
 
-    One line per document: latest fetch (UTC), number of stored versions, size of the
-    latest version in bytes, its DTD validation (yes/no/- not validated), URL, then its
-    DTD and XML Schema location when it declares them. One line per DTD or entity file:
-    latest fetch, versions, size, DOCS (documents whose latest version declares it as
+    One line per document: LAST CHANGED, when its latest version was fetched (UTC; a read
+    that finds it unchanged stores nothing), number of stored versions, size of the latest
+    version in bytes, its DTD validation (yes/no/- not validated), URL, then its DTD and
+    XML Schema location when it declares them. One line per DTD or entity file: its latest
+    version's fetch, versions, size, DOCS (documents whose latest version declares it as
     their DTD; 0 for entities a DTD pulls in), URL.
     """
     flt = DocumentFilter(host, dtd, valid, changed_since, limit or None)
@@ -360,7 +361,7 @@ def format_documents(rows: list[DocumentRow], total: int,
     if not rows:
         return "no XML documents match"
     size_w = max(4, *(len(str(r.size)) for r in rows))
-    lines = [f"{'LAST FETCHED':<20}  {'VERS':>4}  {'SIZE':>{size_w}}  VALID  URL"]
+    lines = [f"{'LAST CHANGED':<20}  {'VERS':>4}  {'SIZE':>{size_w}}  VALID  URL"]
     for r in rows:
         lines.append(f"{_iso(r.last_fetched):<20}  {r.versions:>4}  {r.size:>{size_w}}  "
                      f"{_valid_word(r.valid):<5}  {r.url}")
@@ -385,7 +386,7 @@ def format_entities(rows: list[EntityRow], total: int,
         return "no DTDs or external entity files match"
     size_w = max(4, *(len(str(r.size)) for r in rows))
     lines = [f"DTDs and entities ({total}):",
-             f"{'LAST FETCHED':<20}  {'VERS':>4}  {'SIZE':>{size_w}}  {'DOCS':>5}  URL"]
+             f"{'LAST CHANGED':<20}  {'VERS':>4}  {'SIZE':>{size_w}}  {'DOCS':>5}  URL"]
     for r in rows:
         lines.append(f"{_iso(r.last_fetched):<20}  {r.versions:>4}  {r.size:>{size_w}}  "
                      f"{r.used_by:>5}  {r.url}")
