@@ -124,7 +124,7 @@ def test_documents_text_output(site: dict[str, object]) -> None:
     result = run(site, "documents")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["LAST", "FETCHED", "VERS", "SIZE", "VALID", "URL"]
+    assert lines[0].split() == ["LAST", "CHANGED", "VERS", "SIZE", "VALID", "URL"]
     assert lines[1].split()[:2] == ["2024-05-04T12:00:00Z", "3"] and lines[1].endswith(DOC_A)
     assert lines[2].split() == [f"dtd: {DOCBOOK}".split()[0], DOCBOOK, "schema:",
                                 "http://a.example.com/book.xsd"]
@@ -134,7 +134,7 @@ def test_documents_text_output(site: dict[str, object]) -> None:
     end = lines.index("3 document(s)")
     assert not any(line.endswith((DOCBOOK, ENTITIES)) for line in lines[:end])
     assert lines[end + 1:end + 3] == ["", "DTDs and entities (2):"]
-    assert lines[end + 3].split() == ["LAST", "FETCHED", "VERS", "SIZE", "DOCS", "URL"]
+    assert lines[end + 3].split() == ["LAST", "CHANGED", "VERS", "SIZE", "DOCS", "URL"]
     entity, dtd = lines[end + 4].split(), lines[end + 5].split()
     assert entity == ["2024-05-01T11:59:30Z", "1", str(len(ENT_BODY)), "0", ENTITIES]
     assert dtd == ["2024-05-01T11:59:00Z", "1", str(len(DTD_BODY)), "1", DOCBOOK]
