@@ -38,6 +38,8 @@ from collections.abc import Iterable
 import numpy as np
 
 _MASK64 = (1 << 64) - 1
+#: Bits set in each byte value (the fill after a batch is counted from the table).
+_BITS_IN = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 
 
 class SeenSet:
@@ -144,7 +146,8 @@ class SeenSet:
         """Share of the m bits set."""
         with self._lock:
             if self._set_bits is None:
-                self._set_bits = int(np.bitwise_count(self._bits).sum(dtype=np.int64))
+                # A table, not np.bitwise_count: that needs numpy 2 (pyproject allows 1.26).
+                self._set_bits = int(_BITS_IN[self._bits].sum(dtype=np.int64))
             return self._set_bits / self.m_bits
 
     def estimated_fp_rate(self) -> float:
