@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,3 +91,34 @@ def local_app_for():
     """``local_app_for(tmp_path, *settings)`` -> App (test modules cannot import conftest
     under importlib mode)."""
     return local_app
+
+
+class SteppedClock:
+    """Real time from ``start``, plus the jumps of :meth:`advance`: a crawl round takes its
+    few real seconds (politeness, timeouts and DTD waits keep their meaning) and the days
+    between rounds pass at once (DESIGN.md §3: one clock for the crawl and the web)."""
+
+    def __init__(self, start: float) -> None:
+        self._start = start - time.monotonic()
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._start + time.monotonic()
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._start += seconds
+
+    def wait(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        if stop is None:
+            time.sleep(max(0.0, seconds))
+            return False
+        return stop.wait(max(0.0, seconds))
+
+
+@pytest.fixture
+def stepped_clock():
+    """``stepped_clock(start=None)`` -> :class:`SteppedClock` (``None``: from the wall
+    clock's time)."""
+    return lambda start=None: SteppedClock(time.time() if start is None else start)

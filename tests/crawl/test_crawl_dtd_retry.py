@@ -7,8 +7,6 @@ for a day (``LoaderSettings.entity_max_age_s``), then is fetched again. Real HTT
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,34 +18,12 @@ from xyro.service.crawl_run import queue_seeds
 DTD = b"<!ELEMENT r (#PCDATA)>\n"
 
 
-class JumpingClock:
-    """Wall time plus the jumps of :meth:`advance` (the crawl's waits stay real)."""
-
-    def __init__(self) -> None:
-        self._offset = 0.0
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return time.time() + self._offset
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._offset += seconds
-
-    def wait(self, seconds: float, stop: threading.Event | None = None) -> bool:
-        if stop is None:
-            time.sleep(max(0.0, seconds))
-            return False
-        return stop.wait(max(0.0, seconds))
-
-
 def _doc(text: str) -> bytes:
     return f'<?xml version="1.0"?>\n<!DOCTYPE r SYSTEM "r.dtd">\n<r>{text}</r>\n'.encode()
 
 
 def test_a_failed_dtd_is_asked_again_after_a_while(
-        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+        tmp_path: Path, local_app_for: Any, routed_site: Any, stepped_clock: Any) -> None:
     dtd_answers = iter([500])   # once, then served
 
     def respond(path: str) -> tuple[int, dict[str, str], bytes]:
@@ -57,7 +33,7 @@ def test_a_failed_dtd_is_asked_again_after_a_while(
         return 200, {"Content-Type": "application/xml"}, _doc(path.strip("/.xml"))
 
     site = routed_site(respond)
-    clock = JumpingClock()
+    clock = stepped_clock()   # the wall clock's time, plus the jumps of advance()
     app = App(local_app_for(tmp_path).config, clock)
     with app.open_store() as store:
         parts = build_crawler(app, store)
@@ -85,7 +61,7 @@ def test_a_failed_dtd_is_asked_again_after_a_while(
 
 
 def test_a_dtd_is_fetched_again_once_a_day_old(
-        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+        tmp_path: Path, local_app_for: Any, routed_site: Any, stepped_clock: Any) -> None:
     # A DTD changes too, and documents are validated against it: the copy in memory, or
     # the one an earlier run stored, serves for a day after its fetch, then it is fetched
     # again (before, never again: new versions were validated against the first copy).
@@ -95,7 +71,7 @@ def test_a_dtd_is_fetched_again_once_a_day_old(
         return 200, {"Content-Type": "application/xml"}, _doc(path.strip("/.xml"))
 
     site = routed_site(respond)
-    clock = JumpingClock()
+    clock = stepped_clock()   # the wall clock's time, plus the jumps of advance()
     app = App(local_app_for(tmp_path).config, clock)
     day = LoaderSettings().entity_max_age_s
     fetches = []

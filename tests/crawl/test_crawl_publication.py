@@ -17,14 +17,12 @@ import json
 import sqlite3
 import statistics
 from pathlib import Path
+from typing import Any
 
 from metadata import MetadataStore
 from xyro.app import App, build_crawler
 from xyro.crawl.admission import Source
 from xyro.crawl.crawler import Crawler
-import threading
-import time
-
 from xyro.clock import AcceleratedClock, WallClock
 from xyro.crawl.frontier import REFRESH
 from xyro.jobs.plan_job import RefreshPlanner
@@ -79,32 +77,8 @@ def _within_one_link(web: SyntheticWeb) -> set[str]:
     return {web.url_of(model.pages[p].host, model.pages[p].path) for p in near}
 
 
-class SteppedClock:
-    """Real time from ``start``, plus the jumps of :meth:`advance`: a crawl round takes its
-    few real seconds (politeness, timeouts and DTD waits keep their meaning) and the days
-    between rounds pass at once (DESIGN.md §3: one clock for the crawl and the web)."""
-
-    def __init__(self, start: float) -> None:
-        self._start = start - time.monotonic()
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._start + time.monotonic()
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._start += seconds
-
-    def wait(self, seconds: float, stop: threading.Event | None = None) -> bool:
-        if stop is None:
-            time.sleep(max(0.0, seconds))
-            return False
-        return stop.wait(max(0.0, seconds))
-
-
 def _crawl_daily(crawler: Crawler, store: MetadataStore, app: App, web: SyntheticWeb,
-                 clock: SteppedClock, rounds: int) -> list[str]:
+                 clock: Any, rounds: int) -> list[str]:
     """The whole web once from its seeds, then ``rounds`` days: each re-reads the sitemaps
     first (urgent), then refreshes every listed page (feeds included). Returns those URLs."""
     restore_frontier(store, crawler, True)
@@ -127,12 +101,13 @@ def _rates(db: Path) -> dict[str, float]:
         conn.close()
 
 
-def test_honest_sitemap_dates_beat_signatures_alone(tmp_path: Path, app_for) -> None:
+def test_honest_sitemap_dates_beat_signatures_alone(tmp_path: Path, app_for,
+                                                    stepped_clock) -> None:
     spec = WebSpec(seed=21, n_hosts=8, n_pages=320, hostile=frozenset(), sitemap_share=1.0,
                    sitemap_honest_share=0.5, reliable_lm_share=0.0, robots_missing_share=0.0, xml_share=0.0,
                    disallow_share=0.0, crawl_delay_share=0.0, static_share=0.0,
                    change_rate_mean=1.0 / DAY, change_rate_shape=2.0)
-    clock = SteppedClock(1.7e9)
+    clock = stepped_clock(1.7e9)
     rounds = 8
     with SyntheticWeb(spec, clock) as web:
         # The web's pages are born at arbitrary ages; after ten days of changes, a page's
@@ -179,7 +154,8 @@ def _plan(app: App, store: MetadataStore) -> None:
         conn.close()
 
 
-def test_a_feed_does_not_borrow_the_trust_of_its_hosts_sitemap(tmp_path: Path, app_for) -> None:
+def test_a_feed_does_not_borrow_the_trust_of_its_hosts_sitemap(tmp_path: Path, app_for,
+                                                              stepped_clock) -> None:
     """Trust is kept per sitemap or feed, and a date that never moves does not earn it: every
     host here has an honest sitemap, and its Atom feeds date every entry 2026-01-01
     (synthweb.content). Keyed by host, the sitemap's trust made the feed's date a page's
@@ -190,7 +166,7 @@ def test_a_feed_does_not_borrow_the_trust_of_its_hosts_sitemap(tmp_path: Path, a
                    xml_share=0.5, disallow_share=0.0, crawl_delay_share=0.0,
                    static_share=0.0, change_rate_mean=1.0 / DAY, change_rate_shape=2.0)
     frozen = 1_767_225_600.0  # 2026-01-01T00:00:00Z
-    clock = SteppedClock(1.8e9)  # 2027: the feeds' date lies in the past
+    clock = stepped_clock(1.8e9)  # 2027: the feeds' date lies in the past
     with SyntheticWeb(spec, clock) as web:
         clock.advance(10 * DAY)
         app = app_for(tmp_path, web, clock, delay_s=0.0, extra=["refresh.time_unit_s=86400"])

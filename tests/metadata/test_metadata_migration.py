@@ -218,18 +218,24 @@ def test_xyro_init_says_it_upgraded_the_file(tmp_path: Path) -> None:
     assert again.stdout.strip() == f"checked {path} (schema version {CURRENT_VERSION})"
 
 
-def test_v8_seeds_keep_their_rows_as_the_operator_s(tmp_path: Path) -> None:
-    # A version 8 file (built by the migrations up to 8) with a seed of `xyro seed`.
+def _built_at(version: int, path: Path) -> sqlite3.Connection:
+    """A new file brought to schema ``version`` by the migrations up to it (autocommit)."""
     from metadata import schema
 
-    path = tmp_path / "v8.db"
     conn = sqlite3.connect(path, isolation_level=None)
     current = schema.CURRENT_VERSION
-    schema.CURRENT_VERSION = 8
+    schema.CURRENT_VERSION = version
     try:
         schema.migrate(conn, str(path))
     finally:
         schema.CURRENT_VERSION = current
+    return conn
+
+
+def test_v8_seeds_keep_their_rows_as_the_operator_s(tmp_path: Path) -> None:
+    # A version 8 file (built by the migrations up to 8) with a seed of `xyro seed`.
+    path = tmp_path / "v8.db"
+    conn = _built_at(8, path)
     conn.execute("INSERT INTO seeds (url, priority, added_at) VALUES ('http://a.example/', 1, 5)")
     conn.close()
     with MetadataStore.open(path) as store:
@@ -241,16 +247,8 @@ def test_v8_seeds_keep_their_rows_as_the_operator_s(tmp_path: Path) -> None:
 def test_v9_failed_pages_are_marked_for_retry_unless_lasting(tmp_path: Path) -> None:
     # Pages that failed before version 10 get the tries the writer now gives: a 500 or a
     # timeout, not robots.txt or a refused type, and not after four fetches.
-    from metadata import schema
-
     path = tmp_path / "v9.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    current = schema.CURRENT_VERSION
-    schema.CURRENT_VERSION = 9
-    try:
-        schema.migrate(conn, str(path))
-    finally:
-        schema.CURRENT_VERSION = current
+    conn = _built_at(9, path)
     conn.execute("INSERT INTO hosts (id, host) VALUES (1, 'a.example')")
     pages = [(1, "500", 1, "http_status"), (2, "robots", 1, "robots"), (3, "slow", 2, "timeout"),
              (4, "worn", 4, "timeout"), (5, "type", 1, "content_type")]

@@ -263,12 +263,7 @@ class HostScheduler:
         with self._lock:
             st = self._get(host)
             st.crawl_delay = max(0.0, float(seconds))
-            nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
-            if nxt > st.next_ok:
-                st.next_ok = nxt
-                if st.token >= 0 and self.enforce:
-                    self._schedule(host, st, nxt)
-            return st.next_ok
+            return self._delay_from_last_start(host, st)
 
     def resume(self, host: str, last_start: float, crawl_delay: float = 0.0) -> float:
         """A request to ``host`` started at ``last_start`` before this process (a restart),
@@ -279,12 +274,17 @@ class HostScheduler:
             st = self._get(host)
             st.last_start = max(st.last_start, last_start)
             st.crawl_delay = max(st.crawl_delay, crawl_delay)
-            nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
-            if nxt > st.next_ok:
-                st.next_ok = nxt
-                if st.token >= 0 and self.enforce:
-                    self._schedule(host, st, nxt)
-            return st.next_ok
+            return self._delay_from_last_start(host, st)
+
+    def _delay_from_last_start(self, host: str, st: HostSlot) -> float:
+        """The host's next allowed start, put later if its delay from the last start asks
+        (lock held); a host waiting in the heap is filed again."""
+        nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
+        if nxt > st.next_ok:
+            st.next_ok = nxt
+            if st.token >= 0 and self.enforce:
+                self._schedule(host, st, nxt)
+        return st.next_ok
 
     # -- inspection -------------------------------------------------------------------
 
