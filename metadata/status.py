@@ -52,6 +52,8 @@ def store_status(conn: sqlite3.Connection, current_unit: int | None) -> dict[str
         "schema_version": q("PRAGMA user_version").fetchone()[0],
         "urls": sum(by_type.values()),
         "by_type": by_type,
+        # Never-loaded pages whose failed fetch is to be tried again (index urls_retry).
+        "retrying": q("SELECT count(*) FROM urls WHERE retry IS NOT NULL").fetchone()[0],
         "frontier": frontier,
         "frontier_total": sum(frontier.values()),
         "current_unit": current_unit,

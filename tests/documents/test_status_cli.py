@@ -86,6 +86,10 @@ def test_json_keeps_its_keys_and_adds_decoded_sections(site: dict[str, object]) 
     assert LEGACY_KEYS <= set(report)
     assert report["by_type"] == {"html": 1, "xml": 1, "dtd": 1, "error": 1}
     assert report["errors_by_kind"] == {"timeout": 1}
+    assert report["retrying"] == 1   # the timeout: tried again later
+    by_type = next(line for line in run(site, "status").stdout.splitlines()
+                   if line.strip().startswith("by type"))
+    assert by_type.endswith("error 1 · html 1 · xml 1 (1 error(s) to be tried again)"), by_type
     assert report["errors_last"]["timeout"]["url"] == "http://slow.example/x"
     assert report["warehouse"] == {"documents": 1, "dtds_and_entities": 1}
     assert report["last_crawl"]["pages"] == 12345 and report["last_crawl"]["queued"] == 0

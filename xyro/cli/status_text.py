@@ -120,7 +120,9 @@ def _urls(r: Mapping[str, Any]) -> list[str]:
     wh = r.get("warehouse") or {}
     return _section(f"URLs: {number(r.get('urls', 0))} known on {number(r.get('hosts', 0))} "
                     "host(s)", [
-        ("by type", counts(r.get("by_type"))),
+        ("by type", counts(r.get("by_type"))
+                    + (f" ({number(r['retrying'])} error(s) to be tried again)"
+                       if r.get("retrying") else "")),
         ("XML warehouse", f"{number(wh.get('documents', 0))} document(s), "
                           f"{number(wh.get('dtds_and_entities', 0))} DTD(s) and entity "
                           f"file(s), {number(r.get('xml_versions', 0))} stored version(s)"),
