@@ -250,8 +250,9 @@ def unread_ranked(conn: sqlite3.Connection, limit: int) -> list[int]:
 #: Fetches a never-loaded page gets before its failures are taken as final.
 ERROR_TRIES = 4
 #: Failures another fetch would not change: robots.txt, the scope and address policy, the
-#: type or size refused, a trap, a redirect loop, a DTD or entity it may not fetch. The others (timeouts, connections, DNS,
-#: HTTP statuses, bodies cut short or unparseable, DTDs that failed) are retried.
+#: type or size refused, a trap, a redirect loop, a DTD or entity it may not fetch. The
+#: others (timeouts, connections, DNS, HTTP statuses, bodies cut short or unparseable,
+#: DTDs that failed) are retried.
 LASTING_ERRORS = ("robots", "scope", "address", "content_type", "trap", "redirect",
                   "too_large", "refused", "entity_refused")
 

@@ -98,22 +98,29 @@ Answer = tuple[int, dict[str, str], bytes]
 
 class RoutedSite:
     """A threaded HTTP server on 127.0.0.1 answering every GET with ``respond(path)`` (an
-    HTML body, Content-Length set); robots.txt is a 404. ``requests`` lists the paths asked
-    for (robots.txt left out), in order, and ``times`` when each was (monotonic seconds)."""
+    HTML body, Content-Length set); robots.txt is ``robots`` (a 404 when None).
+    ``requests`` lists the paths asked for (robots.txt left out), in order, and ``times``
+    when each was (monotonic seconds); ``arrivals`` lists (time, path) of every request,
+    robots.txt included."""
 
-    def __init__(self, respond: Callable[[str], Answer]) -> None:
+    def __init__(self, respond: Callable[[str], Answer], robots: str | None = None) -> None:
         self.requests: list[str] = []
         self.times: list[float] = []
+        self.arrivals: list[tuple[float, str]] = []
         site = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-                if self.path == "/robots.txt":
+                site.arrivals.append((time.monotonic(), self.path))
+                if self.path == "/robots.txt" and robots is None:
                     self.send_error(404)
                     return
-                site.times.append(time.monotonic())
-                site.requests.append(self.path)
-                status, headers, body = respond(self.path)
+                if self.path == "/robots.txt":
+                    status, headers, body = 200, {"Content-Type": "text/plain"}, robots.encode()
+                else:
+                    site.times.append(site.arrivals[-1][0])
+                    site.requests.append(self.path)
+                    status, headers, body = respond(self.path)
                 self.send_response(status)
                 for name, value in {"Content-Type": "text/html", **headers}.items():
                     self.send_header(name, value)
@@ -135,12 +142,12 @@ class RoutedSite:
 
 
 @pytest.fixture
-def routed_site() -> Iterator[Callable[[Callable[[str], Answer]], RoutedSite]]:
-    """``routed_site(respond)``: a :class:`RoutedSite`, closed after the test."""
+def routed_site() -> Iterator[Callable[..., RoutedSite]]:
+    """``routed_site(respond, robots=None)``: a :class:`RoutedSite`, closed after the test."""
     sites: list[RoutedSite] = []
 
-    def make(respond: Callable[[str], Answer]) -> RoutedSite:
-        sites.append(RoutedSite(respond))
+    def make(respond: Callable[[str], Answer], robots: str | None = None) -> RoutedSite:
+        sites.append(RoutedSite(respond, robots))
         return sites[-1]
     yield make
     for site in sites:

@@ -589,7 +589,8 @@ class Crawler:
         with nothing recorded."""
         self.fatal = self.fatal or f"{exc.strerror}; free space or fix storage.warehouse_dir"
         self._stop.set()
-        cut = FetchResult(item.url, item.url, error_kind=ErrorKind.TIMEOUT, error_detail=self.fatal)
+        cut = FetchResult(item.url, item.url, error_kind=ErrorKind.TIMEOUT,
+                          error_detail=self.fatal)
         return Done(item, cut, PageOutcome(PageType.ERROR), resumed=held)
 
     def _expire_pending(self) -> None:

@@ -17,6 +17,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 
 class EntityCache:
@@ -52,25 +53,24 @@ class EntityCache:
 
     def _fresh(self, url: str) -> bytes | None:
         """The cached body of ``url`` unless it is older than ``max_age_s`` (lock held)."""
-        entry = self._bodies.get(url)
-        if entry is None:
-            return None
-        if self._now() - entry[1] >= self.max_age_s:
-            del self._bodies[url]
-            return None
-        return entry[0]
+        return self._unexpired(self._bodies, url, self.max_age_s)
 
     def failure(self, url: str) -> str | None:
         """Why ``url`` could not be obtained, or None (also once the failure is older than
         ``failure_ttl_s``: it is to be fetched again)."""
         with self._lock:
-            failed = self._failed.get(url)
-            if failed is None:
-                return None
-            if self._now() - failed[1] >= self.failure_ttl_s:
-                del self._failed[url]
-                return None
-            return failed[0]
+            return self._unexpired(self._failed, url, self.failure_ttl_s)
+
+    def _unexpired(self, table: OrderedDict[str, tuple[Any, float]], url: str,
+                   ttl_s: float) -> Any:
+        """``url``'s value in ``table`` (value, since), dropped once ``ttl_s`` old (lock held)."""
+        entry = table.get(url)
+        if entry is None:
+            return None
+        if self._now() - entry[1] >= ttl_s:
+            del table[url]
+            return None
+        return entry[0]
 
     def put(self, url: str, body: bytes, fetched_at: float | None = None) -> str | None:
         """Cache ``body`` for ``url`` (fetched at ``fetched_at``, now by default); returns
