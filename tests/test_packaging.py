@@ -102,3 +102,26 @@ def test_unit_and_operator_read_one_database(tmp_path: Path) -> None:
     assert str(config.storage.warehouse_dir).startswith(state)
     assert re.search(r"^SystemCallFilter=sched_setaffinity$", text, re.M)
 
+
+
+def test_the_console_script_is_the_guarded_entry_point() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^xyro = "xyro\.__main__:main"$', text, re.MULTILINE)
+
+
+def test_a_ctrl_c_during_the_imports_ends_in_one_line_not_a_traceback() -> None:
+    """A KeyboardInterrupt raised while Python imports the command line (numpy, scipy, lxml
+    take about a second) ends as one during a command: ``interrupted``, exit 130."""
+    code = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'xyro.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting())\n"
+        "from xyro.__main__ import main\n"
+        "main(['--version'])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "interrupted\n"

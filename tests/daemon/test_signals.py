@@ -18,6 +18,24 @@ def test_first_signal_stops_cleanly_and_the_second_forces_exit() -> None:
     assert exits == [128 + signal.SIGINT]
 
 
+def test_the_forced_exit_line_carries_journald_priority_only_under_journald(
+        monkeypatch, capfd) -> None:
+    """The second signal's raw line is a warning record under journald (``<4>``), plain on
+    a terminal."""
+    lines = []
+    for journal in (True, False):
+        if journal:
+            monkeypatch.setenv("JOURNAL_STREAM", "8:1")
+        else:
+            monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+        handler = StopHandler(threading.Event(), force_exit=lambda code: None)
+        handler(signal.SIGTERM)
+        handler(signal.SIGTERM)
+        lines.append(capfd.readouterr().err)
+    assert lines[0].startswith("<4>xyro.service.signals: received SIGTERM again: exiting now")
+    assert lines[1].startswith("received SIGTERM again: exiting now")
+
+
 def test_handlers_are_installed_for_the_block_and_restored() -> None:
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     stop, reload = threading.Event(), threading.Event()

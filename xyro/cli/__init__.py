@@ -470,7 +470,7 @@ _register_modules()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point (and ``python -m xyro``).
+    """The command line, called by the entry point :func:`xyro.__main__.main`.
 
     numba's cache folder is chosen first, before any command imports ``ranking``
     (:mod:`xyro.service.numba_cache`).
