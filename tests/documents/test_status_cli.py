@@ -170,7 +170,7 @@ def test_links_refused_are_counted_apart_from_failed_fetches() -> None:
               "errors_last": {"timeout": {"at": DAY, "url": "http://a.example/slow"}}}
     lines = render_status(report, DAY).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("errors:"))
-    assert lines[start] == ("errors: 1 failed fetches by kind; 3,471 links refused, not "
+    assert lines[start] == ("errors: 1 by kind; 3,471 links refused, not "
                             "fetched (count, newest):")
     assert lines[start + 1].split()[0] == "timeout" and lines[start + 2].split()[0] == "refused"
 

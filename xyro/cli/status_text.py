@@ -345,9 +345,10 @@ def _errors(r: Mapping[str, Any], now: float) -> list[str]:
         rows.append((kind, f"{number(n)}, last {iso(e.get('at'))} {e.get('url', '')}"
                            f"{status}{detail}"))
     refused = int(kinds.get("refused", 0))
-    failed = sum(kinds.values()) - refused
+    recorded = sum(kinds.values()) - refused
+    # Not all are failed fetches: robots.txt refusals and feed or sitemap notes count too.
     also = f"; {number(refused)} links refused, not fetched" if refused else ""
-    return _section(f"errors: {number(failed)} failed fetches by kind{also} (count, newest):",
+    return _section(f"errors: {number(recorded)} by kind{also} (count, newest):",
                     rows)
 
 
