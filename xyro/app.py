@@ -248,7 +248,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
 
     Page redirects are followed through the frontier (each hop polite and re-checked), so the
     page fetcher follows none itself; robots.txt fetches follow up to the configured number
-    of hops inline, on their own host only (``FetchLimits.for_robots``; RFC 9309 §2.3.1.2).
+    of hops inline, to other hosts too when their politeness allows (``FetchLimits.for_robots``,
+    :mod:`xyro.crawl.robots_hops`; RFC 9309 §2.3.1.2).
     """
     cfg, clock = app.config, app.clock
     crawl, limits, polite = cfg.crawler, cfg.crawler.limits, cfg.crawler.politeness
@@ -266,9 +267,6 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         accept_content_types=tuple(crawl.accept_content_types))
     pool = max(crawl.workers, 16)
     page_fetcher = Fetcher(fetch_limits, agent, resolver, clock, max_host_pools=pool)
-    # Hops on its own host only (the one slot held), the first 500 KiB of any length.
-    robots_fetcher = Fetcher(fetch_limits.for_robots(limits.max_redirects),
-                             agent, resolver, clock, max_host_pools=pool)
     # DTDs and entities come with any Content-Type (.mod, .ent); they are size-capped.
     loader_cfg = cfg.loader
     loader_fetcher = Fetcher(replace(fetch_limits, accept_content_types=("*/*",),
@@ -310,6 +308,10 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     frontier = Frontier(hosts, robots, clock, admission=admission, record=writer.submit,
                         seen=_seen_set(crawl.expected_urls, crawl.seen_set_false_positive_rate),
                         cash=None if opic is None else opic.opic.cash)
+    # Up to five hops, to other hosts too when they are free (RFC 9309; robots_hops.py),
+    # the first 500 KiB of any length.
+    robots_fetcher = Fetcher(fetch_limits.for_robots(limits.max_redirects), agent, resolver,
+                             clock, hop_gate=frontier.robots_hops.gate, max_host_pools=pool)
     crawler = Crawler(
         frontier=frontier, fetch=page_fetcher.fetch,
         fetch_robots=robots_fetcher.fetch, validators=readers.validators, submit=writer.submit,

@@ -1,6 +1,6 @@
-"""The robots.txt fetcher (``FetchLimits.for_robots``): redirect hops on its own host only,
-and the first 500 KiB of a longer body kept as the body (RFC 9309 §2.3.1.2, §2.5; the
-module docstring of xyro.net.fetcher). Real HTTP servers on 127.0.0.1."""
+"""The robots.txt fetcher (``FetchLimits.for_robots``): redirect hops to any host (a gate may
+refuse one), and the first 500 KiB of a longer body kept as the body (RFC 9309 §2.3.1.2,
+§2.5; the module docstring of xyro.net.fetcher). Real HTTP servers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -70,10 +70,38 @@ def test_a_hop_on_the_same_host_is_followed(serve: Any, robots_fetcher: Fetcher)
     assert result.body == b"Disallow: /x\n"
 
 
-def test_a_hop_to_another_host_is_not_followed(serve: Any, robots_fetcher: Fetcher) -> None:
+def test_a_hop_to_another_host_is_followed(serve: Any, robots_fetcher: Fetcher) -> None:
+    """RFC 9309 §2.3.1.2: "even across authorities" (the engine's gate keeps that host
+    polite: tests/politeness/test_politeness_robots_fetch.py)."""
     target = serve({"/robots.txt": lambda h: serve.send(h, 200, b"Disallow: /\n")})
     elsewhere = target.url("/robots.txt", host="localhost")   # same server, another host
     server = serve({"/robots.txt": lambda h: serve.send(h, 301, b"", {"Location": elsewhere})})
     result = robots_fetcher.fetch(server.url("/robots.txt"))
+    assert result.error_kind is None, result.error_detail
+    assert result.status == 200 and result.body == b"Disallow: /\n"
+    assert result.redirects == (elsewhere,)
+
+
+def test_a_gate_that_refuses_a_hop_ends_the_fetch_as_a_redirect(serve: Any) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def gate(first: str, target: str) -> str | None:
+        asked.append((first, target))
+        return "host busy"
+
+    target = serve({"/robots.txt": lambda h: serve.send(h, 200, b"Disallow: /\n")})
+    elsewhere = target.url("/robots.txt", host="localhost")
+    server = serve({"/robots.txt": lambda h: serve.send(h, 301, b"", {"Location": elsewhere})})
+    clock = ManualClock()
+    resolver = Resolver(clock, timeout_s=2.0, getaddrinfo=socket.getaddrinfo)
+    limits = FetchLimits(allow_private_addresses=True)
+    fetcher = Fetcher(limits.for_robots(5), "XyroTest/0.1 (+http://127.0.0.1/c)", resolver,
+                      clock, hop_gate=gate)
+    try:
+        result = fetcher.fetch(server.url("/robots.txt"))
+    finally:
+        fetcher.close()
+        resolver.close()
+    assert asked == [(server.url("/robots.txt"), elsewhere)]
     assert result.error_kind is ErrorKind.REDIRECT and result.status == 301
-    assert "not followed" in (result.error_detail or "") and target.log == []
+    assert "not followed: host busy" in (result.error_detail or "") and target.log == []

@@ -413,13 +413,7 @@ class Crawler:
                 self._page_done(done)
 
     def _robots_done(self, item: FrontierItem, result: FetchResult) -> None:
-        now = self.clock.now()
-        if self._cut_by_stop(result):
-            # No answer, so the origin's URLs stay queued (draining them as unreachable
-            # would record them as errors and drop them from the frontier).
-            self.frontier.done(item, now=now, started_at=result.started_at)
-            return
-        self._robots.done(item, result, now)
+        self._robots.done(item, result, self.clock.now(), cut=self._cut_by_stop(result))
 
     def _page_done(self, done: Done) -> None:
         item, result, outcome = done.item, done.result, done.outcome

@@ -62,6 +62,7 @@ from xyro.crawl.admission import RULES, Admission, Refusal, Source
 from xyro.crawl.cash_queue import CashOf
 from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem, FrontierQueues
 from xyro.crawl.hosts import LEVELS, HostScheduler
+from xyro.crawl.robots_hops import RobotsHops
 from xyro.crawl.seenset import SeenSet
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import url_keys
@@ -183,6 +184,8 @@ class Frontier(FrontierQueues):
         OPIC cash of a URL, to take unread pages in Greedy order (None: first in, first out)."""
         super().__init__(hosts, robots, clock, cash)
         self.admission = admission or Admission.open()
+        #: The robots.txt fetcher's gate for redirects to other hosts (robots_hops.py).
+        self.robots_hops = RobotsHops(hosts, self.admission.scope, clock, self._lock)
         self.seen = seen if seen is not None else SeenSet(100_000)
         self._record = record
         self._journal = threading.Lock()  # orders recording operations (module docstring)

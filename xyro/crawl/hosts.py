@@ -217,6 +217,21 @@ class HostScheduler:
             if not self.enforce and st.wanted:
                 self._schedule(host, st, now)
 
+    def borrow(self, host: str, now: float) -> bool:
+        """Start a request to ``host`` outside the schedule (a robots.txt redirect hop,
+        :mod:`xyro.crawl.robots_hops`) if one may start at ``now``; False when a request is
+        in flight there or its delay has not passed. A borrowed start ends with
+        :meth:`finish`."""
+        with self._lock:
+            st = self._get(host)
+            if self.enforce and (st.in_flight or now < st.next_ok):
+                return False
+            st.in_flight += 1
+            st.starts += 1
+            st.last_start = now
+            self._in_flight += 1
+            return True
+
     def finish(self, host: str, now: float | None = None, retry_after_s: float | None = None,
                error: bool = False, started_at: float | None = None) -> float:
         """The request to ``host`` ended at ``now``; returns the host's next allowed start.

@@ -59,8 +59,20 @@ class RobotsAnswers:
         self._unfetched = unfetched
         self._wake = wake
 
-    def done(self, item: FrontierItem, result: FetchResult, now: float) -> None:
-        """The fetch of ``item`` (an origin's robots.txt) ended with ``result``."""
+    def done(self, item: FrontierItem, result: FetchResult, now: float,
+             cut: bool = False) -> None:
+        """The fetch of ``item`` (an origin's robots.txt) ended with ``result``; ``cut``:
+        by a stop, with no answer."""
+        ask_again_at = self.frontier.robots_hops.settle(item.url, now)
+        if cut:
+            # No answer, so the origin's URLs stay queued (draining them as unreachable
+            # would record them as errors and drop them from the frontier).
+            self.frontier.done(item, now=now, started_at=result.started_at)
+            return
+        if ask_again_at is not None:   # its redirect found the other host busy
+            self.frontier.robots.defer(item.origin, ask_again_at)
+            self.frontier.done(item, now=now, started_at=result.started_at)
+            return
         status = result.status if result.error_kind in ROBOTS_ANSWERS else None
         self.frontier.robots.store(item.origin, status, result.body, now)
         if status is not None and status < 300:

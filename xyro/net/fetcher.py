@@ -18,17 +18,13 @@ How it stays safe against hostile servers, and why:
   whichever worker fetches that host next and idle sockets stay bounded by
   ``max_host_pools × max_per_host``. No urllib3 Retry: retries belong to the per-host
   scheduler.
-* robots.txt (:meth:`FetchLimits.for_robots`) is fetched in the slot of its host, which the
-  frontier holds for this one request: its redirect hops are followed only on that host
-  (:func:`xyro.net.urls.host_key`: http→https on it included). A hop to another host is not
-  followed: fetching it would put a second request on a host whose slot nobody holds (eight
-  sites sending their robots.txt to one CDN would hit it at once) and skip its scope check.
-  The fetch ends as ``REDIRECT`` with the 3xx status, which the robots cache reads as
-  "unavailable: allow all" (RFC 9309 §2.3.1.2 lets a crawler call a robots.txt it does not
-  reach unavailable, §2.3.1.3). Pages of such a site usually redirect to that other host
-  too, and each such hop is a new URL there, whose own robots.txt is fetched and obeyed
-  first. Only its first 500 KiB are read (RFC 9309 §2.5): a longer body is cut, not an
-  error.
+* robots.txt (:meth:`FetchLimits.for_robots`) follows up to five redirect hops, to other
+  hosts too: RFC 9309 §2.3.1.2 asks a crawler to follow them "even across authorities" and
+  to obey a robots.txt so reached for the first host (a site may serve it from a CDN or its
+  ``www.`` name while its pages stay on the bare host). Each hop passes the same scheme and
+  address checks as any request, and a hop to another host the engine's ``hop_gate``
+  (:mod:`xyro.crawl.robots_hops`: that host's politeness and the denied domains). Only its first 500 KiB are read (RFC 9309
+  §2.5): a longer body is cut, not an error.
 """
 
 from __future__ import annotations
@@ -59,10 +55,11 @@ from xyro.clock import Clock
 from xyro.net.connections import FetchContext, PinnedAdapter, UnpinnedConnection, Watchdog, norm_host
 from xyro.net.dns import DnsError, Resolver, address_refusal
 from xyro.net.robots import ROBOTS_FETCH_BYTES
-from xyro.net.urls import host_key
 from xyro.records import ErrorKind, FetchResult
 
 RedirectCheck = Callable[[str], ErrorKind | None]
+#: (the fetch's first URL, a hop's target) -> None to follow the hop, else why not.
+HopGate = Callable[[str, str], str | None]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _DRAIN_BYTES = 8192          # a 3xx/4xx body announced this small is read to keep the socket
@@ -83,7 +80,6 @@ class FetchLimits:
     allow_private_addresses: bool = False
     skip_suffixes: frozenset[str] = DEFAULT_SKIP_SUFFIXES
     accept_content_types: tuple[str, ...] = DEFAULT_ACCEPT_CONTENT_TYPES
-    same_host_redirects: bool = False  # a hop to another host ends the fetch as REDIRECT
     keep_prefix: bool = False          # a body past a cap is cut there, not TOO_LARGE
 
     def __post_init__(self) -> None:
@@ -96,10 +92,10 @@ class FetchLimits:
 
     def for_robots(self, max_redirects: int) -> FetchLimits:
         """These limits for robots.txt (module docstring; DESIGN.md §7): up to
-        ``max_redirects`` hops on the same host (RFC 9309 §2.3.1.2 asks for five), any
-        Content-Type, and the first :data:`ROBOTS_FETCH_BYTES` decoded bytes kept whatever
-        the body's length (§2.5), never fewer because the page cap on the wire is smaller."""
-        return replace(self, max_redirects=max_redirects, same_host_redirects=True,
+        ``max_redirects`` hops (RFC 9309 §2.3.1.2 asks for five), any Content-Type, and the
+        first :data:`ROBOTS_FETCH_BYTES` decoded bytes kept whatever the body's length
+        (§2.5), never fewer because the page cap on the wire is smaller."""
+        return replace(self, max_redirects=max_redirects,
                        accept_content_types=("text/plain", "text/html", "*/*"),
                        keep_prefix=True, max_decoded_bytes=ROBOTS_FETCH_BYTES,
                        max_body_bytes=max(self.max_body_bytes, ROBOTS_FETCH_BYTES))
@@ -167,14 +163,20 @@ class Fetcher:
 
     def __init__(self, limits: FetchLimits, user_agent: str, resolver: Resolver, clock: Clock,
                  redirect_check: RedirectCheck | None = None, *,
+                 hop_gate: HopGate | None = None,
                  max_host_pools: int = 1024, max_per_host: int = 4,
                  ca_bundle: str | None = None) -> None:
+        """``redirect_check(target)`` may refuse a redirect hop (the fetch then ends as the
+        kind it returns); ``hop_gate(first URL, target)`` too (as ``REDIRECT``, with the
+        reason it returns), asked last, when every other check passed (the robots.txt
+        fetcher's: :mod:`xyro.crawl.robots_hops`)."""
         if any(ch in user_agent for ch in "\r\n\0"):
             raise ValueError(f"user agent {user_agent!r} contains CR/LF/NUL")
         self._limits = limits
         self._resolver = resolver
         self._clock = clock
         self._redirect_check = redirect_check
+        self._hop_gate = hop_gate
         self._verify: bool | str = ca_bundle or True   # a CA file for private PKIs and tests
         self._headers = {
             "User-Agent": user_agent,
@@ -282,8 +284,6 @@ class Fetcher:
         if scheme not in ("http", "https"):
             raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
                                                f"scheme {scheme!r} is not http/https")
-        if self._limits.same_host_redirects:
-            _check_same_host(first, source, target)
         if suffix_skipped(target, self._limits.skip_suffixes):
             raise _Failure(ErrorKind.CONTENT_TYPE, f"redirect from {source} to {target} "
                                                    f"refused: suffix is in the skip list")
@@ -291,6 +291,11 @@ class Fetcher:
             refused = self._redirect_check(target)
             if refused is not None:
                 raise _Failure(refused, f"redirect from {source} to {target} refused: {refused}")
+        if self._hop_gate is not None:
+            reason = self._hop_gate(first, target)
+            if reason is not None:
+                raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} not "
+                                                   f"followed: {reason}")
 
     def _addresses(self, host: str, url: str) -> tuple[str, ...]:
         try:
@@ -436,19 +441,6 @@ def _scheme(url: str, kind: ErrorKind) -> str:
         return urlsplit(url).scheme.lower()
     except ValueError as exc:
         raise _Failure(kind, f"{url!r} is not a URL: {exc}") from None
-
-
-def _check_same_host(first: str, source: str, target: str) -> None:
-    """Refuse a hop off the host of ``first``: this fetch holds that host's slot only."""
-    try:
-        same = host_key(target) == host_key(first)
-    except ValueError as exc:
-        raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} refused: "
-                                           f"{exc}") from None
-    if not same:
-        raise _Failure(ErrorKind.REDIRECT, f"redirect from {source} to {target} not followed: "
-                                           f"it leaves the host of {first}, the only one this "
-                                           f"fetch may contact; {first} counts as unavailable")
 
 
 def _location(value: str | None) -> str | None:

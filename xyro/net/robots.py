@@ -8,10 +8,10 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
   cannot parse counts as empty (allow all) — protego is lenient and ignores bad lines. The
   fetch keeps :data:`ROBOTS_FETCH_BYTES` of a longer body, so a 12 MB robots.txt is its
   first 500 KiB, not a failed fetch.
-- 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects or at
-  a hop to another host, which the fetch does not follow (that host's politeness slot is
-  not held, nor its scope checked; :mod:`xyro.net.fetcher`); §2.3.1.2 lets us call such a
-  robots.txt unavailable: allow all (§2.3.1.3).
+- 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects (to
+  any host: :mod:`xyro.net.fetcher`) or a redirect loop; §2.3.1.2 lets us call such a
+  robots.txt unavailable: allow all (§2.3.1.3). A robots.txt reached through redirects,
+  on another host too, governs the origin it was asked for.
 - 5xx, 429, any other status, or unreachable (status None: DNS, connect, timeout; §2.3.1.4):
   disallow all until ``fetched_at + unreachable_retry_s``,
   then the robots.txt is fetched again. (429 is treated like 5xx, as Google does: the server
@@ -232,6 +232,15 @@ class RobotsCache:
             self._entries.move_to_end(origin)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
+        return entry.state
+
+    def defer(self, origin: str, until: float) -> RobotsState:
+        """No robots.txt for ``origin`` yet: its redirect reached a host that was busy
+        (:mod:`xyro.crawl.robots_hops`). Disallow all until ``until``, then ask again."""
+        entry = _Entry(RobotsState("disallow_all", until=until), until, 0.0, [])
+        with self._lock:
+            self._entries[origin] = entry
+            self._entries.move_to_end(origin)
         return entry.state
 
     def _live(self, origin: str, now: float) -> _Entry | None:

@@ -383,6 +383,14 @@ class Scope:
         """``url`` (canonical) is one of the seeds."""
         return url in self._seeds
 
+    def host_denied(self, url: str) -> bool:
+        """``url``'s host is in a denied domain (or ``url`` has no http(s) host)."""
+        try:
+            host = _split_authority(url)[1]
+        except ValueError:
+            return True
+        return self._denied.matches(_bare_host(host))
+
     def check(self, url: str, depth: int, seed: bool = False) -> str | None:
         """None if ``url`` (canonical) at link ``depth`` is in scope, else the reason why not.
 
