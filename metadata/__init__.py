@@ -20,6 +20,7 @@ child lists are int32 BLOBs, one row per page, so the export is ``np.frombuffer`
 their concatenation), :mod:`metadata.status` (``xyro status``).
 """
 
+from metadata.connection import database_failure
 from metadata.errors import MetadataError
 from metadata.records import (
     MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed,
@@ -31,7 +32,8 @@ from metadata.writer import Writer
 
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
-    "FoundSeed", "FrontierRow", "Graph", "HostDelay", "JobRun", "MetadataError", "MetadataStore", "Op", "PageType",
+    "FoundSeed", "FrontierRow", "Graph", "HostDelay", "JobRun", "MetadataError", "MetadataStore",
+    "Op", "PageType", "database_failure",
     "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "UnitSpent", "Writer",
     "XmlVersion",
 ]

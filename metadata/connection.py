@@ -33,6 +33,11 @@ from metadata.errors import (ELSEWHERE, MetadataError, StoreAccessError, access_
                              owner_of, user_name)
 
 BUSY_TIMEOUT_S = 30.0
+#: What a writing connection leaves of its WAL file after a checkpoint. A reader kept open
+#: (an operator's sqlite3 session) blocks checkpoints, and the WAL grows by every commit
+#: meanwhile (about 10 KB a page fetched); without a limit the file kept that size until
+#: the daemon exited.
+JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def sidecars(path: Path) -> tuple[Path, Path]:
@@ -82,6 +87,24 @@ def _corrupt(path: Path, exc: sqlite3.Error) -> MetadataError:
         "move it aside and run `xyro init` to start a new one")
 
 
+def database_failure(path: Path, exc: sqlite3.DatabaseError) -> MetadataError | None:
+    """The one-line error for ``exc`` met on ``path`` after it opened (a command's read or
+    write), or None when it is none of these: a file found corrupt, a write lock held by
+    another connection past the busy timeout, a full disk."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
+        return _corrupt(path, exc)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return MetadataError(
+            f"the metadata database {path} stayed locked by another connection for "
+            f"{BUSY_TIMEOUT_S:.0f} s ({exc}): an sqlite3 session left in a transaction, a "
+            "VACUUM or a backup? End it (read with `sqlite3 -readonly`), then try again")
+    if name.startswith("SQLITE_FULL"):
+        return MetadataError(f"the disk of the metadata database {path} is full ({exc}); "
+                             "free space, then try again")
+    return None
+
+
 def open_error(path: Path, exc: sqlite3.Error, *, write: bool) -> MetadataError:
     """The error to raise for ``exc`` met while opening ``path``: permission or corruption."""
     name = getattr(exc, "sqlite_errorname", "") or ""
@@ -103,7 +126,8 @@ def open_error(path: Path, exc: sqlite3.Error, *, write: bool) -> MetadataError:
 
 
 def connect(path: Path, *, cache_mb: int = 64, busy_timeout_s: float = BUSY_TIMEOUT_S,
-            read_only: bool = False, immutable: bool = False) -> sqlite3.Connection:
+            read_only: bool = False, immutable: bool = False,
+            journal_size_limit: int = JOURNAL_SIZE_LIMIT_BYTES) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit ``BEGIN``/``COMMIT``).
 
     WAL lets readers run while the writer commits; synchronous=NORMAL in WAL mode syncs at
@@ -114,7 +138,8 @@ def connect(path: Path, *, cache_mb: int = 64, busy_timeout_s: float = BUSY_TIME
 
     ``read_only`` opens a reading connection (module docstring; ``immutable=1`` when
     ``immutable``); otherwise :class:`StoreAccessError` is raised up front when this user
-    cannot write the file, its WAL files or its folder.
+    cannot write the file, its WAL files or its folder, and the WAL file is cut back to
+    ``journal_size_limit`` bytes after each checkpoint that empties it.
     """
     if read_only:
         return _connect_reader(path, cache_mb, busy_timeout_s, immutable)
@@ -128,6 +153,7 @@ def connect(path: Path, *, cache_mb: int = 64, busy_timeout_s: float = BUSY_TIME
             raise MetadataError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the "
                                 "store on a local file system")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA journal_size_limit = {int(journal_size_limit)}")
         _tune(conn, cache_mb)
     except sqlite3.Error as exc:
         conn.close()

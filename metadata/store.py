@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from metadata.connection import (connect, connect_read_only, open_error, search_problem,
-                                 write_problem)
+from metadata.connection import (BUSY_TIMEOUT_S, connect, connect_read_only, open_error,
+                                 search_problem, write_problem)
 from metadata.errors import MetadataError, StoreAccessError
 from metadata.graph import LinkStream, export_graph, graph_counts, stream_graph
 from metadata.idmap import IdMap
@@ -308,13 +308,15 @@ class MetadataStore:
     # -- writer --------------------------------------------------------------------------
     def writer(self, batch_size: int = 2000, flush_interval_s: float = 0.5, *,
                max_batch_size: int | None = None,
-               dead_after: int = 3, now: Callable[[], float] | None = None) -> Writer:
+               dead_after: int = 3, now: Callable[[], float] | None = None,
+               busy_timeout_s: float = BUSY_TIMEOUT_S) -> Writer:
         """Start THE writer thread (one per store at a time).
 
         ``max_batch_size`` (default 16 × ``batch_size``): how far a batch may grow while
         the queue holds a backlog (group commit, see :mod:`metadata.writer`).
         ``dead_after``: 404/410 answers in a row after which a page is DEAD. ``now`` (e.g. a
-        clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``.
+        clock's ``now``) stamps ``Enqueue`` ops that carry no ``enqueued_at``. While another
+        connection holds the write lock, the writer waits and warns every ``busy_timeout_s``.
         The writer keeps a map of every URL hash to its id (12 bytes per URL,
         :mod:`metadata.idmap`).
         """
@@ -324,7 +326,8 @@ class MetadataStore:
         if self._writer is not None and not self._writer._closed:
             raise MetadataError(f"metadata store {self.path} already has a writer; "
                                 "share it (submit is thread-safe) or close it first")
-        conn = connect(self.path, cache_mb=max(self._cache_mb, 512))
+        conn = connect(self.path, cache_mb=max(self._cache_mb, 512),
+                       busy_timeout_s=busy_timeout_s)
         resolver = UrlResolver(conn, self._hash, IdMap())
         self._writer = Writer(conn, resolver, batch_size=batch_size,
                               flush_interval_s=flush_interval_s, dead_after=dead_after, now=now,

@@ -21,6 +21,7 @@ call rather than when the batch is taken (see :mod:`metadata.opqueue`).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -31,6 +32,15 @@ from metadata.errors import MetadataError
 from metadata.opqueue import OpQueue
 from metadata.records import Op
 from metadata.resolver import UrlResolver
+
+log = logging.getLogger(__name__)
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED: another connection holds the lock."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY,
+                                                       sqlite3.SQLITE_LOCKED) \
+        or "locked" in str(exc)
 
 
 class _Flush:
@@ -63,6 +73,7 @@ class Writer:
         if dead_after < 1:
             raise ValueError(f"writer dead_after must be >= 1, got {dead_after}")
         self._conn = conn
+        self._path = conn.execute("PRAGMA database_list").fetchone()[2]
         self._applier = BatchApplier(conn, resolver, dead_after, now)
         self._batch_size = batch_size
         self._max_batch = max(max_batch_size or 16 * batch_size, batch_size)
@@ -191,11 +202,37 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             return
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
             self._queue.wake()
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
-        conn.execute("BEGIN IMMEDIATE")
+        self._wait_for_lock(timeout_ms / 1000.0)
+
+    def _wait_for_lock(self, timeout_s: float) -> None:
+        """BEGIN IMMEDIATE until the write lock is ours. Another connection may hold it for
+        long: an operator's ``sqlite3`` session left in a transaction, a VACUUM, a backup.
+        The crawl waits behind the bounded queue (back-pressure) and a warning says why
+        every busy timeout (``timeout_s``). Once a close is asked, the next timeout fails
+        the batch (rolled back; the store's frontier keeps its URLs queued)."""
+        started = time.monotonic()
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or self._closed:
+                    raise
+                log.warning("metadata: the database %s is locked by another connection "
+                            "(%.0f s so far: an sqlite3 session left in a transaction, a "
+                            "VACUUM, a backup?); the crawl waits until it ends",
+                            self._path, time.monotonic() - started)
+                continue
+            waited = time.monotonic() - started
+            if waited >= timeout_s:
+                log.info("metadata: the database %s is ours again after %.0f s locked; the "
+                         "crawl goes on", self._path, waited)
+            return
 
     def _commit(self, batch: list[Op]) -> None:
         started = time.perf_counter()

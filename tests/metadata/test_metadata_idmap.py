@@ -115,13 +115,16 @@ def test_writer_reloads_the_map_after_a_failed_batch(db_path: Path) -> None:
         w = store.writer()
         w.submit(_fetch("http://f.example/", 1.0, ("http://f.example/a",)))
         w.flush()
-        w._conn.execute("PRAGMA busy_timeout = 50")  # noqa: SLF001 - keep the test short
+        # A batch that fails inside its transaction (a lock held by another connection
+        # is waited for instead: test_metadata_writer.py).
         blocker = sqlite3.connect(db_path, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")
+        blocker.execute("CREATE TRIGGER refuse BEFORE INSERT ON urls "
+                        "WHEN NEW.url = 'http://f.example/lost' "
+                        "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
         w.submit(_fetch("http://f.example/a", 2.0, ("http://f.example/lost",)))
-        with pytest.raises(MetadataError):
+        with pytest.raises(MetadataError, match="refused by the test"):
             w.flush()
-        blocker.execute("ROLLBACK")
+        blocker.execute("DROP TRIGGER refuse")
         blocker.close()
         with pytest.raises(MetadataError):
             w.close()

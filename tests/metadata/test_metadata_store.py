@@ -204,3 +204,73 @@ def test_a_folder_given_as_the_database_is_named_as_such(tmp_path: Path, read_on
     folder.mkdir()
     with pytest.raises(StoreAccessError, match=f"{folder} is a folder, not a database file"):
         MetadataStore.open(folder, read_only=read_only)
+
+
+def test_database_failures_met_after_opening_are_one_line_each(tmp_path: Path) -> None:
+    """A write lock held past the busy timeout and a corrupt page found by a query (the
+    file opened fine) become one line naming the file and what to do (the CLI prints it)."""
+    from metadata import database_failure
+    path = tmp_path / "xyro.db"
+    with MetadataStore.open(path):
+        pass
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(path, timeout=0, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError) as locked:
+        waiter.execute("BEGIN IMMEDIATE")
+    holder.execute("ROLLBACK")
+    holder.close()
+    waiter.close()
+    failure = database_failure(path, locked.value)
+    assert failure is not None and str(path) in str(failure)
+    assert "locked by another connection" in str(failure) and "sqlite3 -readonly" in str(failure)
+    assert database_failure(path, sqlite3.OperationalError("no such table: x")) is None
+
+
+def test_a_corrupt_page_met_by_a_command_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "xyro.db"
+    with MetadataStore.open(path) as store:
+        with store.writer() as w:
+            for i in range(3000):
+                w.submit(Enqueue(f"http://site.example/page/{i}.html", 3, 1))
+    size = path.stat().st_size
+    assert size > 200_000
+    with open(path, "r+b") as f:   # the schema's page 1 intact: the file opens
+        f.seek(size // 2)
+        f.write(os.urandom(64 * 1024))
+    done = subprocess.run(
+        [sys.executable, "-m", "xyro", "-s", f"storage.database={path}",
+         "-s", f"storage.warehouse_dir={tmp_path / 'wh'}", "status"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "bug" not in done.stderr, done.stderr
+    assert "not a usable metadata database" in done.stderr
+    assert "restore it from a backup" in done.stderr
+
+
+def test_the_wal_shrinks_back_after_a_long_reader_lets_go(tmp_path: Path) -> None:
+    """An operator's read transaction left open blocks checkpoints and the WAL grows; once
+    it ends, the next checkpoint cuts the file back to the limit (it used to keep its
+    size until the daemon exited)."""
+    from metadata.connection import connect
+    path = tmp_path / "xyro.db"
+    limit = 256 * 1024
+    writer = connect(path, journal_size_limit=limit)
+    writer.execute("CREATE TABLE t (x BLOB)")
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM t").fetchone()   # a snapshot: no checkpoint past it
+    wal = Path(f"{path}-wal")
+    for _ in range(200):
+        writer.execute("INSERT INTO t VALUES (randomblob(8000))")
+    grown = wal.stat().st_size
+    assert grown > 4 * limit
+    reader.execute("COMMIT")
+    reader.close()
+    writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    writer.execute("INSERT INTO t VALUES (randomblob(100))")   # restarts the WAL, cut to the limit
+    assert wal.stat().st_size <= limit
+    writer.close()

@@ -269,16 +269,18 @@ def test_enqueue_uses_injected_clock(store: MetadataStore) -> None:
 
 def test_failed_batch_stops_writer_with_clear_error(db_path: Path) -> None:
     with MetadataStore.open(db_path) as store:
+        # A batch that fails inside its transaction (a lock held by another connection is
+        # waited for: test_a_write_lock_held_past_the_busy_timeout_...).
         blocker = sqlite3.connect(db_path, isolation_level=None)
         w = store.writer()
-        w._conn.execute("PRAGMA busy_timeout = 50")  # noqa: SLF001 - keep the test short
-        blocker.execute("BEGIN IMMEDIATE")
+        blocker.execute("CREATE TRIGGER refuse BEFORE INSERT ON urls "
+                        "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
         w.submit(Enqueue(A, 1, enqueued_at=0.0))
         with pytest.raises(MetadataError, match="batch failed and was rolled back"):
             w.flush()
         with pytest.raises(MetadataError, match="writer stopped"):
             w.submit(Enqueue(B, 1, enqueued_at=0.0))
-        blocker.execute("ROLLBACK")
+        blocker.execute("DROP TRIGGER refuse")
         blocker.close()
         with pytest.raises(MetadataError):
             w.close()
@@ -322,3 +324,40 @@ def test_group_commit_grows_batches_under_backlog(db_path: Path, fetched) -> Non
         assert w.stats["ops_written"] == 101
         assert w.stats["batches"] <= 3  # 11 or more without group commit
         w.close()
+
+
+def test_a_write_lock_held_past_the_busy_timeout_makes_the_writer_wait_not_fail(
+        store: MetadataStore, fetched, caplog) -> None:
+    """An operator's sqlite3 session left in BEGIN IMMEDIATE (or a VACUUM, a backup) holds
+    the lock for longer than the busy timeout: the writer warns and waits, and commits when
+    the lock is let go; nothing submitted is lost."""
+    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    released = threading.Timer(1.0, lambda: other.execute("COMMIT"))
+    with caplog.at_level("INFO", logger="metadata.writer"):
+        with store.writer(flush_interval_s=0.05, busy_timeout_s=0.2) as w:
+            released.start()
+            w.submit(fetched(A, 10.0, children=(B,)))
+            w.flush()
+    released.join()
+    other.close()
+    assert row(store, A, "type, accesses") == ("html", 1)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings and "is locked by another connection" in warnings[0]
+    assert any("is ours again" in r.getMessage() for r in caplog.records)
+
+
+def test_a_lock_still_held_when_the_writer_closes_fails_after_one_more_timeout(
+        store: MetadataStore, fetched) -> None:
+    other = sqlite3.connect(store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        w = store.writer(flush_interval_s=0.05, busy_timeout_s=0.2)
+        w.submit(fetched(A, 10.0))
+        started = time.monotonic()
+        with pytest.raises(MetadataError, match="database is locked"):
+            w.close()
+        assert time.monotonic() - started < 5.0
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

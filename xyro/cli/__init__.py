@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from metadata import MetadataError
+from metadata import MetadataError, database_failure
 from xyro import __version__
 from xyro.app import App
 from xyro.cli.context import FiniteFloat, LazyApp, app_of, canonical_url, format_status
@@ -54,6 +55,14 @@ class XyroGroup(click.Group):
             _fail(f"error: {numba_cache.cache_failure_message(exc)}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except sqlite3.DatabaseError as exc:   # met after the store opened (DESIGN.md §7)
+            lazy = ctx.find_object(LazyApp)
+            if lazy is None or lazy.app is None:
+                raise
+            failure = database_failure(lazy.app.config.storage.database, exc)
+            if failure is None:
+                raise
+            _fail(f"error: {failure}", 1)
 
 
 def _fail(message: str, code: int) -> None:
