@@ -134,7 +134,8 @@ def seed(ctx: click.Context, urls: tuple[str, ...], priority: int) -> None:
 @click.option("--pages", type=click.IntRange(min=1), default=None,
               help="Stop after this many page fetches.")
 @click.option("--seconds", type=FiniteFloat(min=0, min_open=True), default=None,
-              help="Stop after this many seconds (clock time).")
+              help="Stop after this many seconds (clock time); fetches still running 5 s "
+                   "later are cut and stay queued.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.pass_context
 def crawl(ctx: click.Context, pages: int | None, seconds: float | None, as_json: bool) -> None:

@@ -70,6 +70,10 @@ HOST_FAILURES = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNC
 #: usually one broken page and backs nothing off.
 HOST_FAILURE_STATUSES = frozenset({429, 502, 503, 504})
 
+#: Clock seconds the fetches in flight get to end after a time budget (``max_seconds``);
+#: then they are cut and stay queued, as at a stop signal.
+BUDGET_GRACE_S = 5.0
+
 #: Clock seconds between looks at the frontier while only due pages may go and the hosts
 #: ready now hold none (their hosts wake no one when their politeness delay ends).
 BUDGET_POLL_S = 0.25
@@ -229,7 +233,9 @@ class Crawler:
         if stop.is_set():
             self._stop.set()  # lets in-flight fetches give up early
             return "stop requested"
-        if deadline is not None and self.clock.now() >= deadline:
+        if deadline is not None and (now := self.clock.now()) >= deadline:
+            if now >= deadline + BUDGET_GRACE_S:
+                self._stop.set()  # a slow drip must not stretch the budget to its deadline
             return "time budget reached"
         if max_pages is not None and self._pages_dispatched >= max_pages:
             return "page budget reached"
