@@ -298,6 +298,10 @@ class MetadataStore:
         row = self._conn().execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
+    def stored_versions(self) -> int:
+        """How many XML versions the warehouse holds for this database (their rows)."""
+        return int(self._conn().execute("SELECT count(*) FROM xml_versions").fetchone()[0])
+
     def set_state(self, key: str, value: float | int | str | None) -> None:
         """Write one ``state`` key at once, outside the writer (which must not be running:
         e.g. before a crawl starts it, after it closed)."""

@@ -175,7 +175,9 @@ def claim_warehouse(store: MetadataStore, warehouse: Warehouse) -> None:
     """One warehouse per database: the crash sweep and the prune delete the blobs their
     database does not reference, which would be another database's documents. A warehouse
     names its database in :data:`OWNER_FILE`; an unclaimed one (new, or older than the
-    file) is claimed, one claimed by another database is refused (exit 2)."""
+    file) is claimed, one claimed by another database is refused (exit 2), and so is an
+    unclaimed one where this database's documents should be (a warehouse on a mount that
+    failed to mount, a moved folder): claiming it would split the archive in two."""
     mine = store.get_state(WAREHOUSE_OWNER)
     marker = warehouse.root / OWNER_FILE
     try:
@@ -193,6 +195,12 @@ def claim_warehouse(store: MetadataStore, warehouse: Warehouse) -> None:
             f"another database (id {theirs}, not {store.path}'s): two databases sharing one "
             f"warehouse would delete each other's documents; give this one its own "
             f"storage.warehouse_dir, or, if that database is gone for good, delete {marker}")
+    if mine is not None and (versions := store.stored_versions()):
+        raise UsageError(
+            f"the warehouse {warehouse.root} (storage.warehouse_dir) does not hold this "
+            f"database's documents ({versions:,} stored version(s), but no {marker}): is it "
+            f"not mounted, or moved? Point storage.warehouse_dir at it; if those documents "
+            f"are gone for good, write {mine} into {marker} to use this folder instead")
     if mine is None:
         mine = uuid.uuid4().hex
         store.set_state(WAREHOUSE_OWNER, mine)

@@ -77,3 +77,21 @@ def test_a_second_database_may_not_share_the_warehouse(
     # The first database still owns it, across its restarts.
     assert run_crawl(first, max_seconds=30).stop_reason == "frontier exhausted"
     assert list(Warehouse(tmp_path / "warehouse").keys()) == stored
+
+
+def test_a_missing_warehouse_is_not_replaced_by_an_empty_one(
+        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+    # A warehouse on a mount that failed to mount: a new empty folder in its place would
+    # take the new versions, hidden once the mount comes back, the archive split in two.
+    import shutil
+    site = routed_site(lambda path: (200, {"Content-Type": "application/xml"}, DOC))
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/c.xml'])}")
+    assert run_crawl(app, max_seconds=30).stop_reason == "frontier exhausted"
+    warehouse = tmp_path / "warehouse"
+    shutil.move(warehouse, tmp_path / "unmounted")
+    with pytest.raises(UsageError, match="does not hold this database's documents") as refused:
+        run_crawl(app, max_seconds=30)
+    assert "1 stored version(s)" in str(refused.value)
+    assert not (warehouse / ".xyro-database").exists()
+    shutil.move(tmp_path / "unmounted", warehouse)   # mounted again: the crawl goes on
+    assert run_crawl(app, max_seconds=30).stop_reason == "frontier exhausted"
