@@ -197,6 +197,26 @@ def test_missing_or_foreign_database(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_newer_or_foreign_sqlite_file_is_refused_as_the_other_commands_do(
+        tmp_path: Path, site: dict[str, Path]) -> None:
+    conn = sqlite3.connect(site["db"])
+    with conn:
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    result = run(site, "views", "v_hosts")
+    assert result.exit_code == 1 and "newer than this Xyro supports" in result.stderr
+    foreign = tmp_path / "shop.db"
+    conn = sqlite3.connect(foreign)
+    with conn:
+        conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.close()
+    config = tmp_path / "foreign.yaml"
+    config.write_text(f"storage:\n  database: {foreign}\n")
+    result = run({"config": config}, "views")
+    assert result.exit_code != 0 and "run `xyro init` to create them" not in result.stderr
+    assert "Xyro" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_real_process_and_a_closed_pipe(tmp_path: Path) -> None:
     """Through a real interpreter; a reader that stops early (``| head``) ends it quietly."""
     db = tmp_path / "x.db"

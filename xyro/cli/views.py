@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import click
 import sqlite_utils
 
+from metadata import MetadataStore
 from metadata.connection import connect_read_only
 from xyro.errors import UsageError, XyroError
 
@@ -47,6 +48,9 @@ def open_read_only(path: Path) -> sqlite_utils.Database:
     if not path.is_file():
         raise XyroError(f"no database at {path}: run `xyro init` first (or point "
                         "storage.database at an existing one)")
+    # The store's own checks first: a Xyro database of this schema version, not another
+    # SQLite file nor one from a newer Xyro (whose views may mean something else).
+    MetadataStore.open(path, read_only=True).close()
     conn, warning = connect_read_only(path)
     if warning is not None:
         log.warning("%s", warning)
