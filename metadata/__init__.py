@@ -24,7 +24,7 @@ from metadata.connection import database_failure
 from metadata.errors import MetadataError
 from metadata.records import (
     MAX_CHILDREN, TYPE_CODES, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed,
-    FrontierRow, Graph, HostDelay, JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
+    FrontierRow, Graph, HostDelay, HostPause, JobRun, Op, PageType, SaveOpic, SetPending, SetRanks, SetRefresh, SetState, UnitSpent,
     XmlVersion,
 )
 from metadata.store import MetadataStore
@@ -32,7 +32,7 @@ from metadata.writer import Writer
 
 __all__ = [
     "MAX_CHILDREN", "TYPE_CODES", "ClearPending", "Dequeue", "Enqueue", "FetchRecord",
-    "FoundSeed", "FrontierRow", "Graph", "HostDelay", "JobRun", "MetadataError", "MetadataStore",
+    "FoundSeed", "FrontierRow", "Graph", "HostDelay", "HostPause", "JobRun", "MetadataError", "MetadataStore",
     "Op", "PageType", "database_failure",
     "SaveOpic", "SetPending", "SetRanks", "SetRefresh", "SetState", "UnitSpent", "Writer",
     "XmlVersion",

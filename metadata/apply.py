@@ -16,7 +16,8 @@ from operator import itemgetter
 import numpy as np
 
 from metadata.records import (
-    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed, HostDelay, JobRun, Op,
+    MAX_CHILDREN, ClearPending, Dequeue, Enqueue, FetchRecord, FoundSeed, HostDelay, HostPause,
+    JobRun, Op,
     PageType, Refuse, SaveOpic, SetLastModifiedVerdicts, SetPending, SetRanks, SetRefresh,
     SetState, SetWeights, UnitSpent, XmlVersion,
 )
@@ -207,7 +208,7 @@ class BatchApplier:
         self._unrefuse: list[tuple[int, int]] = []  # (depth, url id) of admitted URLs
         rows: dict[type, list] = {SetRefresh: [], SetState: [], JobRun: [], XmlVersion: [],
                                   SetPending: [], ClearPending: [], UnitSpent: [],
-                                  FoundSeed: [], HostDelay: []}
+                                  FoundSeed: [], HostDelay: [], HostPause: []}
         bulk: list[Op] = []
         for op in ops:
             kind = type(op)
@@ -250,6 +251,8 @@ class BatchApplier:
                 rows[kind].append((op.url, op.priority, op.added_at, op.redirected_from))
             elif kind is HostDelay:
                 rows[kind].append((op.host, op.crawl_delay_s))
+            elif kind is HostPause:
+                rows[kind].append((op.host, op.until))
             else:  # SetRanks, SetWeights, SetLastModifiedVerdicts, SaveOpic: vectorised,
                 # applied in order after the rows above
                 bulk.append(op)
@@ -407,6 +410,9 @@ class BatchApplier:
         if rows[HostDelay]:
             many("INSERT INTO hosts (host, crawl_delay) VALUES (?, ?) ON CONFLICT (host) "
                  "DO UPDATE SET crawl_delay = excluded.crawl_delay", rows[HostDelay])
+        if rows[HostPause]:
+            many("INSERT INTO hosts (host, paused_until) VALUES (?, ?) ON CONFLICT (host) "
+                 "DO UPDATE SET paused_until = excluded.paused_until", rows[HostPause])
         if rows[SetState]:
             many("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", rows[SetState])
         if rows[UnitSpent]:

@@ -63,11 +63,14 @@ def known_urls(conn: sqlite3.Connection, batch: int = 50_000) -> Iterator[str]:
             yield url
 
 
-def recent_hosts(conn: sqlite3.Connection, since: float) -> list[tuple[str, float, float]]:
-    """(host[:port], last fetch start, robots.txt Crawl-delay or 0) of every host fetched
-    after ``since``: a restart counts each host's politeness delay from its last request."""
-    return [(h, float(t), float(d or 0.0)) for h, t, d in conn.execute(
-        "SELECT host, last_fetch, crawl_delay FROM hosts WHERE last_fetch > ?", (since,))]
+def recent_hosts(conn: sqlite3.Connection, since: float,
+                 now: float) -> list[tuple[str, float, float, float]]:
+    """(host[:port], last fetch start, robots.txt Crawl-delay or 0, paused until or 0) of
+    every host fetched after ``since`` or paused past ``now``: a restart counts each host's
+    politeness delay from its last request and keeps its pause."""
+    rows = conn.execute("SELECT host, last_fetch, crawl_delay, paused_until FROM hosts "
+                        "WHERE last_fetch > ? OR paused_until > ?", (since, now))
+    return [(h, float(t or 0.0), float(d or 0.0), float(p or 0.0)) for h, t, d, p in rows]
 
 
 @dataclass(frozen=True, slots=True)

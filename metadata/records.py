@@ -305,6 +305,22 @@ class HostDelay:
 
 
 @dataclass(frozen=True, slots=True)
+class HostPause:
+    """A host asked to be left alone until ``until`` (Retry-After of a 429/503, or the
+    back-off after failures; ``hosts.paused_until``, schema 11): a restart keeps the pause
+    instead of asking again at once."""
+
+    host: str
+    until: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not self.host:
+            raise ValueError(f"HostPause.host must be a non-empty string, got {self.host!r}")
+        if not math.isfinite(self.until):
+            raise ValueError(f"HostPause {self.host}: until must be finite, got {self.until!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class JobRun:
     """One run of a periodic job (ranking, planner...), for ``xyro status``."""
 
@@ -385,7 +401,7 @@ class ClearPending:
 
 Op = Union[FetchRecord, Enqueue, Refuse, Dequeue, SetRefresh, SetRanks, SaveOpic, SetState,
            JobRun, XmlVersion, SetPending, ClearPending, SetWeights, SetLastModifiedVerdicts,
-           UnitSpent, FoundSeed, HostDelay]
+           UnitSpent, FoundSeed, HostDelay, HostPause]
 
 
 def _check_bulk(what: str, ids: np.ndarray, **columns: np.ndarray | None) -> None:

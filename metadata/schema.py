@@ -57,7 +57,7 @@ from metadata.errors import MetadataError
 from metadata.refresh_queries import ERROR_TRIES, LASTING_ERRORS
 from metadata.views import VIEWS
 
-CURRENT_VERSION = 10
+CURRENT_VERSION = 11
 
 # Wall-clock time of an upgrade, computed by SQLite: the record of when a file was migrated
 # is about the real world, not the crawler's clock line.
@@ -335,6 +335,14 @@ def _v9_to_v10(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+#: Each host's pause (Retry-After, back-off after failures) as last set, so a restart keeps it.
+V11_DDL = "ALTER TABLE hosts ADD COLUMN paused_until REAL"
+
+
+def _v10_to_v11(conn: sqlite3.Connection) -> None:
+    conn.execute(V11_DDL)
+
+
 #: version reached -> (name, step from the previous version)
 MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     1: ("initial schema", _create_v1),
@@ -348,6 +356,7 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
     9: ("seeds found where a seed redirected to", _v8_to_v9),
     10: ("never-loaded pages whose failed fetch is tried again; hosts' Crawl-delay",
          _v9_to_v10),
+    11: ("hosts' pauses (Retry-After, back-off), kept across restarts", _v10_to_v11),
 }
 
 

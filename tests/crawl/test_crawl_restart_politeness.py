@@ -49,3 +49,27 @@ def test_a_restart_waits_the_crawl_delay_since_the_last_request(
     assert [path for _, path in site.arrivals] == ["/robots.txt", "/p0", "/robots.txt", "/p1"]
     gaps = _gaps(site.arrivals)
     assert min(gaps) >= 1.5 - 0.05, gaps
+
+
+def test_a_restart_keeps_a_pause_the_host_asked_for(
+        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+    # A 503 with Retry-After: 2 (a site in maintenance), then a restart at once (a crawl run
+    # from cron, a crash loop): the new process's first request, robots.txt included, waits
+    # for the end of the pause, not just the delay.
+    answered: list[str] = []
+
+    def maintenance_once(path: str) -> tuple[int, dict[str, str], bytes]:
+        answered.append(path)
+        if len(answered) == 1:
+            return 503, {"Retry-After": "2"}, b"<html>back soon</html>"
+        return _chain(path)
+
+    site = routed_site(maintenance_once)
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/p0'])}",
+                        "crawler.politeness.delay_s=0.1")
+    run_crawl(app, max_seconds=0.5)
+    run_crawl(app, max_pages=1)
+    assert [path for _, path in site.arrivals] == [
+        "/robots.txt", "/p0", "/robots.txt", "/p0"], site.arrivals
+    paused_at = site.arrivals[1][0]
+    assert site.arrivals[2][0] - paused_at >= 2.0 - 0.05, site.arrivals

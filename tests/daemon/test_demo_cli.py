@@ -37,7 +37,7 @@ def test_demo_page_budget_is_exact_and_the_audit_clean(tmp_path: Path) -> None:
 
     status = _xyro(tmp_path, "--demo", "status")
     assert status.returncode == 0, status.stderr
-    assert "(schema version 10)" in status.stdout and "OPIC:" in status.stdout
+    assert "(schema version 11)" in status.stdout and "OPIC:" in status.stdout
 
 
 def test_demo_runs_the_daemon_loop_through_time_units(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     make_v1_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 10
+        assert store.schema_version == CURRENT_VERSION == 11
         assert store.url_ids(URLS, create=False) == [1, 2, 3, 4]
         g = store.export_graph()
         assert g.indptr.tolist() == [0, 3, 4, 4, 4]
@@ -61,7 +61,7 @@ def test_v1_file_upgrades_in_place_with_data(tmp_path: Path) -> None:
         (1, "initial schema"), (2, MIGRATIONS[2][0]), (3, MIGRATIONS[3][0]),
         (4, MIGRATIONS[4][0]), (5, MIGRATIONS[5][0]), (6, MIGRATIONS[6][0]),
         (7, MIGRATIONS[7][0]), (8, MIGRATIONS[8][0]), (9, MIGRATIONS[9][0]),
-        (10, MIGRATIONS[10][0])]
+        (10, MIGRATIONS[10][0]), (11, MIGRATIONS[11][0])]
     assert conn.execute("SELECT n, length(children) FROM links ORDER BY src").fetchall() == [
         (3, 12), (1, 4)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -174,7 +174,7 @@ def test_v3_file_gets_the_weight_key_and_the_unread_index(tmp_path: Path) -> Non
     path = tmp_path / "v3.db"
     make_v3_file(path)
     with MetadataStore.open(path) as store:
-        assert store.schema_version == CURRENT_VERSION == 10
+        assert store.schema_version == CURRENT_VERSION == 11
         conn = store.read_connection()
         assert conn.execute("SELECT due_unit, weight, rate FROM urls WHERE id = 1"
                             ).fetchone() == (7, None, 0.001)
@@ -239,7 +239,7 @@ def test_v8_seeds_keep_their_rows_as_the_operator_s(tmp_path: Path) -> None:
     conn.execute("INSERT INTO seeds (url, priority, added_at) VALUES ('http://a.example/', 1, 5)")
     conn.close()
     with MetadataStore.open(path) as store:
-        assert store.schema_version == 10
+        assert store.schema_version == 11
         assert [(s.url, s.priority, s.redirected_from) for s in store.seeds()] == [
             ("http://a.example/", 1, None)]
 
@@ -262,7 +262,7 @@ def test_v9_failed_pages_are_marked_for_retry_unless_lasting(tmp_path: Path) -> 
                      (i, kind))
     conn.close()
     with MetadataStore.open(path) as store:
-        assert store.schema_version == 10
+        assert store.schema_version == 11
     conn = sqlite3.connect(path)
     try:
         marked = [u for (u,) in conn.execute("SELECT url FROM urls WHERE retry = 1 ORDER BY id")]

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Union
 
-from metadata.records import Enqueue, FetchRecord, HostDelay, Op, Refuse
+from metadata.records import Enqueue, FetchRecord, HostDelay, HostPause, Op, Refuse
 from xyro.clock import Clock
 from xyro.crawl.admission import RULES, Admission, Refusal, Source
 from xyro.crawl.cash_queue import CashOf
@@ -214,11 +214,19 @@ class Frontier(FrontierQueues):
     def done(self, item: FrontierItem, retry_after_s: float | None = None, error: bool = False,
              now: float | None = None, started_at: float | None = None) -> None:
         """:meth:`FrontierQueues.done`; a robots.txt read also records its host's Crawl-delay
-        (``HostDelay``): a restart spaces the host's first request by it."""
+        (``HostDelay``): a restart spaces the host's first request by it. A host that asked
+        for a pause (Retry-After) or is backed off after failures records it (``HostPause``):
+        a restart keeps it."""
         super().done(item, retry_after_s, error, now, started_at)
+        ops: list[Op] = []
+        slot = self.hosts.slot(item.host)
         if item.kind == "robots":
+            ops.append(HostDelay(item.host, slot.crawl_delay))
+        if retry_after_s or error:
+            ops.append(HostPause(item.host, slot.next_ok))
+        if ops:
             with self._journal:
-                self._write([HostDelay(item.host, self.hosts.slot(item.host).crawl_delay)])
+                self._write(ops)
 
     def complete(self, item: FrontierItem, record: FetchRecord,
                  links: Iterable[tuple[str, int]] = (),

@@ -280,15 +280,21 @@ class HostScheduler:
             st.crawl_delay = max(0.0, float(seconds))
             return self._delay_from_last_start(host, st)
 
-    def resume(self, host: str, last_start: float, crawl_delay: float = 0.0) -> float:
+    def resume(self, host: str, last_start: float, crawl_delay: float = 0.0,
+               paused_until: float = 0.0) -> float:
         """A request to ``host`` started at ``last_start`` before this process (a restart),
         under a Crawl-delay of ``crawl_delay`` then: the delay counts from it, as from a
-        start of this process, until its robots.txt is read again. Returns the host's next
+        start of this process, until its robots.txt is read again; a pause it was under
+        (Retry-After, back-off) holds until ``paused_until``. Returns the host's next
         allowed start."""
         with self._lock:
             st = self._get(host)
             st.last_start = max(st.last_start, last_start)
             st.crawl_delay = max(st.crawl_delay, crawl_delay)
+            if paused_until > st.next_ok:
+                st.next_ok = paused_until
+                if st.token >= 0 and self.enforce:
+                    self._schedule(host, st, paused_until)
             return self._delay_from_last_start(host, st)
 
     def _delay_from_last_start(self, host: str, st: HostSlot) -> float:

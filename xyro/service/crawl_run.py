@@ -167,8 +167,9 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
     try:
         now = crawler.clock.now()
         hosts = crawler.frontier.hosts
-        for host, last, delay in crawl_queries.recent_hosts(conn, now - POLITENESS_MEMORY_S):
-            hosts.resume(host, min(last, now), delay)
+        recent = crawl_queries.recent_hosts(conn, now - POLITENESS_MEMORY_S, now)
+        for host, last, delay, paused_until in recent:
+            hosts.resume(host, min(last, now), delay, paused_until)
         rows = [(r.url, r.priority, r.depth, r.not_before) for r in store.frontier_rows()]
         if rows:
             log.info("restoring the crawl: the seen-set from every stored URL, then %d "
