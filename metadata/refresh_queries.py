@@ -223,14 +223,24 @@ def due_ids(conn: sqlite3.Connection, unit: int) -> list[int]:
         "SELECT id FROM urls WHERE due_unit IS NOT NULL AND due_unit <= ?", (unit,))]
 
 
-def next_folders(conn: sqlite3.Connection, unit: int, limit: int) -> list[tuple[int, int]]:
-    """(id, folder) of up to ``limit`` pages filed after ``unit``, the earliest folder first
-    (then by id): the first entries of the partial index ``urls_due`` past the unit."""
+def next_folders(conn: sqlite3.Connection, unit: int, limit: int,
+                 read_before: float = math.inf) -> list[tuple[int, int]]:
+    """(id, folder) of up to ``limit`` pages filed after ``unit`` and last read before
+    ``read_before``, the earliest folder first (then by id): the first entries of the
+    partial index ``urls_due`` past the unit (those read since are skipped in the scan)."""
     if limit <= 0:
         return []
     return [(r[0], r[1]) for r in conn.execute(
         "SELECT id, due_unit FROM urls WHERE due_unit IS NOT NULL AND due_unit > ? "
-        "ORDER BY due_unit, id LIMIT ?", (unit, limit))]
+        "AND (last_access IS NULL OR last_access < ?) ORDER BY due_unit, id LIMIT ?",
+        (unit, read_before, limit))]
+
+
+def read_since(conn: sqlite3.Connection, url_ids: Iterable[int], since: float) -> list[int]:
+    """The pages of ``url_ids`` last read at or after ``since``."""
+    last = _by_id(conn, "SELECT id, last_access FROM urls WHERE id IN ({}) "
+                        "AND last_access IS NOT NULL", list(url_ids))
+    return [i for i, t in last.items() if t >= since]
 
 
 def unread_ranked(conn: sqlite3.Connection, limit: int) -> list[int]:

@@ -452,3 +452,26 @@ def test_a_never_loaded_page_whose_fetch_failed_is_tried_again_with_back_off(
     assert conn.execute("SELECT type FROM urls WHERE url = 'http://a.example/slow.xml'"
                         ).fetchone() == ("error",)
     conn.close()
+
+
+def test_pages_read_in_this_unit_are_not_taken_ahead_again(store, fill, kit, planner) -> None:
+    """A plan made again within its unit (a restart) must not fill the unused G with pages
+    the unit already read (filed in the next folders since): a plan made at the unit's start
+    never could, and a site would get the same page twice in a unit."""
+    fill([rec for i in range(30) for rec in kit.fetch_history(
+        f"http://h{i % 3}.example/p{i}.xml", kit.regular(4, 3.0, 0.37 * i), [0, 1, 1, 2])])
+    for now in (20.0, 21.0):
+        ops: list = []
+        planner(store, ops, now_unit=now, bandwidth=12, discovery_share=0.0).run_unit()
+        fill(ops)
+    unit = 22 + int(START // UNIT)
+    before = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0)
+    ahead = [u for u, _ in before.run_unit(unit)][-before.last_unit.ahead:]
+    assert len(ahead) >= 2
+    read_now = ahead[0]
+    with store.atomic() as conn:   # read early in this unit (filed later since)
+        conn.execute("UPDATE urls SET last_access = ? WHERE url = ?",
+                     ((unit + 0.1) * UNIT, read_now))
+    again = planner(store, [], now_unit=22.3, bandwidth=12, discovery_share=0.0)
+    taken = [u for u, _ in again.run_unit(unit)]
+    assert read_now not in taken and ahead[1] in taken

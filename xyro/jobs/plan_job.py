@@ -219,17 +219,21 @@ class RefreshPlanner:
     def _ahead(self, unit: int, fetch: UnitFetchList, refiled: dict[int, int | None]
                ) -> np.ndarray:
         """Up to the part of G the unit leaves unused, pages of the next folders, the
-        earliest folder first (then by id), each in the folder this unit leaves it in."""
+        earliest folder first (then by id), each in the folder this unit leaves it in.
+        None read in this unit already: a plan made again within the unit (a restart) would
+        otherwise read them twice in it, which one made at its start cannot."""
         room = self._s.bandwidth - fetch.maintenance.size - fetch.discovery.size
         if room <= 0:
             return np.empty(0, dtype=np.int64)
         taken = set(fetch.maintenance.tolist()) | set(fetch.discovery.tolist())
         # The stored folders, but those of the pages re-filed this unit: at most
         # len(refiled) of the first room + len(refiled) are replaced.
-        stored = q.next_folders(self._conn, unit, room + len(refiled))
+        unit_start = unit * self._s.time_unit_s
+        stored = q.next_folders(self._conn, unit, room + len(refiled), unit_start)
         later = [(f, i) for i, f in stored if i not in refiled and i not in taken]
+        read_now = set(q.read_since(self._conn, refiled, unit_start))
         later += [(f, i) for i, f in refiled.items()
-                  if f is not None and f > unit and i not in taken]
+                  if f is not None and f > unit and i not in taken and i not in read_now]
         later.sort()
         return np.array([i for _, i in later[:room]], dtype=np.int64)
 
