@@ -29,8 +29,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from metadata.errors import (ELSEWHERE, MetadataError, StoreAccessError, access_message,
-                             owner_of, user_name)
+from metadata.errors import (ELSEWHERE, MetadataError, StoreAccessError, StoreFullError,
+                             access_message, owner_of, user_name)
 
 BUSY_TIMEOUT_S = 30.0
 #: What a writing connection leaves of its WAL file after a checkpoint. A reader kept open
@@ -100,8 +100,8 @@ def database_failure(path: Path, exc: sqlite3.DatabaseError) -> MetadataError | 
             f"{BUSY_TIMEOUT_S:.0f} s ({exc}): an sqlite3 session left in a transaction, a "
             "VACUUM or a backup? End it (read with `sqlite3 -readonly`), then try again")
     if name.startswith("SQLITE_FULL"):
-        return MetadataError(f"the disk of the metadata database {path} is full ({exc}); "
-                             "free space, then try again")
+        return StoreFullError(f"the disk of the metadata database {path} is full ({exc}); "
+                              "free space, then try again")
     return None
 
 

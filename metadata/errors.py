@@ -29,6 +29,13 @@ class StoreAccessError(MetadataError):
     exit_code = 2
 
 
+class StoreFullError(MetadataError):
+    """The disk of the store is full. The operator frees space and starts again: exit 2,
+    so that systemd's ``RestartPreventExitStatus=2`` does not restart into the same wall."""
+
+    exit_code = 2
+
+
 def user_name(uid: int | None = None) -> str:
     """The name of ``uid`` (default: the effective user), or the number when it has none."""
     uid = os.geteuid() if uid is None else uid

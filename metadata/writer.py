@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from metadata.apply import BatchApplier
-from metadata.errors import MetadataError
+from metadata.errors import MetadataError, StoreFullError
 from metadata.opqueue import OpQueue
 from metadata.records import Op
 from metadata.resolver import UrlResolver
@@ -140,6 +140,11 @@ class Writer:
             raise MetadataError("metadata writer is closed; open a new one with store.writer()")
 
     def _failure(self) -> MetadataError:
+        if (getattr(self._error, "sqlite_errorname", "") or "").startswith("SQLITE_FULL"):
+            return StoreFullError(
+                f"metadata writer stopped: the disk of {self._path} is full ({self._error}); "
+                "the batch was rolled back (its pages stay queued and are fetched again); "
+                "free space, then start again")
         return MetadataError(
             f"metadata writer stopped: a batch failed and was rolled back ({self._error}); "
             "ops since the last flush are lost; check the disk and the database, then restart")

@@ -361,3 +361,22 @@ def test_a_lock_still_held_when_the_writer_closes_fails_after_one_more_timeout(
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def test_a_full_disk_stops_the_writer_with_exit_code_2(store: MetadataStore, fetched) -> None:
+    """SQLITE_FULL (here: the file may not grow by a page): one error saying so, exit 2,
+    so systemd does not restart into the same full disk."""
+    from metadata.errors import StoreFullError
+    w = store.writer(flush_interval_s=0.05)
+    w.submit(fetched(A, 10.0))
+    w.flush()
+    conn = w._conn  # noqa: SLF001 - the real SQLite error, without filling a real disk
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    w.submit(fetched(B, 11.0, children=tuple(f"http://big.example/{i}" for i in range(5000))))
+    with pytest.raises(StoreFullError, match="is full") as full:
+        w.flush()
+    assert full.value.exit_code == 2 and "free space" in str(full.value)
+    with pytest.raises(StoreFullError):
+        w.close()
+    assert row(store, A, "type, accesses") == ("html", 1)   # what was stored stays

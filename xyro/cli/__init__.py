@@ -62,7 +62,7 @@ class XyroGroup(click.Group):
             failure = database_failure(lazy.app.config.storage.database, exc)
             if failure is None:
                 raise
-            _fail(f"error: {failure}", 1)
+            _fail(f"error: {failure}", getattr(failure, "exit_code", 1))
 
 
 def _fail(message: str, code: int) -> None:
