@@ -76,7 +76,7 @@ class MetadataStore:
 
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False, hash_fn: HashFn = url_hash,
-             cache_mb: int = 64) -> MetadataStore:
+             cache_mb: int = 64, warn: bool = True) -> MetadataStore:
         """Open ``path``, creating it or migrating it in place to the current schema.
 
         ``read_only``: open an existing store without writing anything, not even a
@@ -85,7 +85,8 @@ class MetadataStore:
         same every time a file is opened. Raises :class:`StoreAccessError` when this user
         may not read (or, unless ``read_only``, write) the file, its WAL files or its folder,
         and :class:`MetadataError` for a file that is not a Xyro store, is corrupt, or was
-        written by a newer version.
+        written by a newer version. ``warn`` False: no warning when a read-only store can
+        only be read as immutable (a look-up made for a command whose own open warns).
         """
         path = Path(path)
         if not os.path.isdir(path.parent):
@@ -94,7 +95,7 @@ class MetadataStore:
                 f"directory {path.parent} for metadata store {path.name} does not exist; "
                 "create it or fix the storage path"))
         if read_only:
-            return cls._open_read_only(path, hash_fn, cache_mb)
+            return cls._open_read_only(path, hash_fn, cache_mb, warn)
         conn = connect(path, cache_mb=cache_mb)
         try:
             found = migrate(conn, str(path))
@@ -108,7 +109,8 @@ class MetadataStore:
         return store
 
     @classmethod
-    def _open_read_only(cls, path: Path, hash_fn: HashFn, cache_mb: int) -> MetadataStore:
+    def _open_read_only(cls, path: Path, hash_fn: HashFn, cache_mb: int,
+                        warn: bool = True) -> MetadataStore:
         if not os.path.exists(path):
             raise MetadataError(f"no metadata database at {path}: run `xyro init` first, or "
                                 "point storage.database at an existing one")
@@ -129,7 +131,10 @@ class MetadataStore:
                     f"({CURRENT_VERSION})") if version else "holds no Xyro schema yet"
             raise StoreAccessError(f"{path} {what} and is opened read-only here: run "
                                    "`xyro init` as a user who can write it to upgrade it")
-        return cls(path, version, hash_fn, cache_mb, read_only=True, immutable_warning=warning)
+        store = cls(path, version, hash_fn, cache_mb, read_only=True, immutable_warning=warning)
+        if not warn:
+            store._immutable_warning = None   # still read as immutable, without the warning
+        return store
 
     @property
     def schema_version(self) -> int:

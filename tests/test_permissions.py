@@ -371,6 +371,20 @@ def test_read_only_commands_without_wal_files(template: Path, world: Path) -> No
                                                            "xyro.db.lock"]
 
 
+def test_a_demo_store_read_as_immutable_is_warned_about_once(template: Path,
+                                                            world: Path) -> None:
+    """``--demo`` looks up the demo's refresh unit in its store before the command reads
+    it: one warning for the command, none for the look-up, and in the log's own form."""
+    db, warehouse = read_only_copy(template, world)
+    demo = folder(world / "var" / "demo")
+    shutil.copy(db, demo / "xyro.db")
+    (demo / "xyro.db").chmod(0o644)
+    result = nobody(world, *storage(db, warehouse), "--demo", "status")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "immutable" in line]
+    assert len(warnings) == 1 and " WARNING metadata.store: " in warnings[0], result.stderr
+
+
 def test_read_only_commands_while_the_daemon_writes(template: Path, world: Path) -> None:
     """-wal and -shm exist (0644, root's): read with mode=ro, the WAL's new rows included."""
     db, warehouse = read_only_copy(template, world)

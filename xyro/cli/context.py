@@ -55,10 +55,10 @@ class LazyApp:
         """The App (built on the first call, with ``clock`` if given, else the wall clock)."""
         if self.app is None:
             config = self.configured = load_config(self.path, os.environ, self.overrides)
+            setup_logging(config.log.level, config.log.format)   # before any store is read
             if self.demo:
                 from xyro.service.demo import demo_view
                 config = demo_view(config)
-            setup_logging(config.log.level, config.log.format)
             self.app = App(config) if clock is None else App(config, clock)
             if self.demo:
                 self.app.missing_hint = ("run `xyro demo` first: --demo reads the demo's own "

@@ -182,7 +182,8 @@ def demo_view(cfg: XyroConfig) -> XyroConfig:
     operator's units."""
     cfg = demo_storage(cfg)
     try:
-        with MetadataStore.open(cfg.storage.database, read_only=True) as store:
+        # The command's own open warns if the store can only be read as immutable.
+        with MetadataStore.open(cfg.storage.database, read_only=True, warn=False) as store:
             kept = store.get_state(DEMO_REFRESH_KEY)
     except MetadataError:  # no demo yet, or a store of another version: as configured
         return cfg
