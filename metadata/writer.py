@@ -26,9 +26,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from metadata.apply import BatchApplier
-from metadata.errors import MetadataError, StoreFullError
+from metadata.connection import database_failure
+from metadata.errors import MetadataError
 from metadata.opqueue import OpQueue
 from metadata.records import Op
 from metadata.resolver import UrlResolver
@@ -140,11 +142,12 @@ class Writer:
             raise MetadataError("metadata writer is closed; open a new one with store.writer()")
 
     def _failure(self) -> MetadataError:
-        if (getattr(self._error, "sqlite_errorname", "") or "").startswith("SQLITE_FULL"):
-            return StoreFullError(
-                f"metadata writer stopped: the disk of {self._path} is full ({self._error}); "
-                "the batch was rolled back (its pages stay queued and are fetched again); "
-                "free space, then start again")
+        error = self._error
+        known = (database_failure(Path(self._path), error)
+                 if isinstance(error, sqlite3.DatabaseError) else None)
+        if known is not None:   # a full disk, a lock held by another connection
+            return type(known)(f"metadata writer stopped, its batch rolled back (its pages "
+                               f"stay queued and are fetched again): {known}")
         return MetadataError(
             f"metadata writer stopped: a batch failed and was rolled back ({self._error}); "
             "ops since the last flush are lost; check the disk and the database, then restart")

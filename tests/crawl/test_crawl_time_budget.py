@@ -66,7 +66,8 @@ def test_a_slow_drip_page_does_not_stretch_the_time_budget(tmp_path: Path, drip_
     summary = run_crawl(app, max_seconds=1.0)
     took = time.monotonic() - started
     assert summary.stop_reason == "time budget reached"
-    assert took < 1.0 + BUDGET_GRACE_S + 4.0, f"a 1 s budget took {took:.1f} s"
+    # Before: the 30 s deadline. The margin is for a loaded machine's start and close.
+    assert took < 1.0 + BUDGET_GRACE_S + 14.0, f"a 1 s budget took {took:.1f} s"
     with app.open_store() as store:
         queued = {row.url for row in store.frontier_rows()}
         conn = store.read_connection()

@@ -173,3 +173,24 @@ def test_robots_txt_of_12_mb_is_obeyed_from_its_first_lines(
            "crawler.limits.max_decoded_bytes=8388608")
     assert {"/robots.txt", "/", "/a.html"} <= set(site.paths)
     assert "/private/b.html" not in site.paths
+
+
+def test_a_robots_hop_to_a_host_waiting_its_turn_does_not_break_the_crawl(
+        tmp_path: Path, serve: Callable[..., Site]) -> None:
+    # Two workers: the origin's and another host's fetches take both, so the target waits
+    # ready in the frontier while the origin's robots.txt is redirected to it.
+    def slow_target(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
+        if handler.path == "/robots.txt":
+            threading.Event().wait(1.0)
+            return 200, {"Content-Type": "text/plain"}, RULES
+        return PAGE
+
+    def fast(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
+        return (404, {}, b"") if handler.path == "/robots.txt" else PAGE
+
+    target = serve(slow_target, "127.0.0.2")
+    origin = serve(_origin_to(target))
+    other = serve(fast, "127.0.0.3")
+    _crawl(tmp_path, [origin.url("/"), other.url("/"), target.url("/")], "crawler.workers=2")
+    assert target.most_at_once <= 1
+    assert "/private/b.html" not in origin.paths and "/a.html" in origin.paths

@@ -59,3 +59,46 @@ def test_a_denied_host_is_never_borrowed(parts) -> None:
     reason = hops.gate(ORIGIN, "http://x.denied.example/robots.txt")
     assert reason is not None and "denied" in reason
     assert hosts.in_flight() == 0 and hops.settle(ORIGIN, clock.now()) is None
+
+
+def test_a_host_the_frontier_holds_ready_for_its_next_pop_is_busy() -> None:
+    """The frontier moves every ready host to its ready heap and takes one per pop: a hop
+    borrowing one of the others would make the next pop start a host in flight."""
+    from xyro.crawl.frontier import Frontier
+    from xyro.net.robots import RobotsCache
+    clock = ManualClock()
+    robots = RobotsCache("XyroTest", clock)
+    frontier = Frontier(HostScheduler(1.0, clock), robots, clock)
+    for origin in ("http://a.org", "http://cdn.org"):
+        robots.store(origin, 404, None, clock.now())   # allow all
+    frontier.push("http://a.org/1", 2)
+    frontier.push("http://cdn.org/1", 2)
+    first = frontier.pop()
+    assert first is not None
+    other = "cdn.org" if first.host == "a.org" else "a.org"
+    reason = frontier.robots_hops.gate("http://x.org/robots.txt", f"http://{other}/robots.txt")
+    assert reason is not None and "busy" in reason
+    second = frontier.pop()
+    assert second is not None and second.host == other
+
+
+def test_a_borrowed_hop_leaves_the_host_s_back_off_as_it_was(parts) -> None:
+    hops, hosts, clock = parts
+    for _ in range(3):   # the CDN failed three times in a row: backed off 120 s
+        clock.advance(3600.0)
+        hosts.start("cdn.example")
+        hosts.finish("cdn.example", error=True)
+    assert hosts.errors("cdn.example") == 3
+    clock.advance(3600.0)
+    assert hops.gate(ORIGIN, CDN) is None
+    hops.settle(ORIGIN, clock.now())
+    assert hosts.errors("cdn.example") == 3   # a fourth failure still backs off 240 s
+    assert hosts.next_allowed("cdn.example") == clock.now() + 5.0
+
+
+def test_a_restored_pause_is_never_longer_than_this_process_would_pause(parts) -> None:
+    _, hosts, clock = parts
+    year = 365 * 86_400.0
+    hosts.resume("a.example", clock.now() - 10.0, paused_until=clock.now() + year)
+    assert hosts.next_allowed("a.example") == clock.now() + max(hosts.max_retry_after_s,
+                                                                 hosts.backoff_cap_s)

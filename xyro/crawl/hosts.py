@@ -220,17 +220,34 @@ class HostScheduler:
     def borrow(self, host: str, now: float) -> bool:
         """Start a request to ``host`` outside the schedule (a robots.txt redirect hop,
         :mod:`xyro.crawl.robots_hops`) if one may start at ``now``; False when a request is
-        in flight there or its delay has not passed. A borrowed start ends with
-        :meth:`finish`."""
+        in flight there, its delay has not passed, or the frontier holds it ready for its
+        next pop (``ready_level``: call under the frontier's lock). A borrowed start ends
+        with :meth:`release`."""
         with self._lock:
             st = self._get(host)
-            if self.enforce and (st.in_flight or now < st.next_ok):
+            if self.enforce and (st.in_flight or now < st.next_ok
+                                 or st.ready_level is not None):
                 return False
             st.in_flight += 1
             st.starts += 1
             st.last_start = now
             self._in_flight += 1
             return True
+
+    def release(self, host: str, now: float) -> float:
+        """A borrowed start (:meth:`borrow`) ended at ``now``: the host's delay counts from
+        it, and its error count and any pause stand (the hop's outcome is the origin's, not
+        the host's own). Returns the host's next allowed start."""
+        with self._lock:
+            st = self._hosts.get(host)
+            if st is None or st.in_flight == 0:
+                raise PolitenessError(f"release({host!r}) without a borrowed request")
+            st.in_flight -= 1
+            self._in_flight -= 1
+            st.next_ok = max(st.next_ok, now, st.last_start + max(self.delay_s, st.crawl_delay))
+            if self.enforce and self._waitable(st):
+                self._schedule(host, st, st.next_ok)
+            return st.next_ok
 
     def finish(self, host: str, now: float | None = None, retry_after_s: float | None = None,
                error: bool = False, started_at: float | None = None) -> float:
@@ -285,8 +302,11 @@ class HostScheduler:
         """A request to ``host`` started at ``last_start`` before this process (a restart),
         under a Crawl-delay of ``crawl_delay`` then: the delay counts from it, as from a
         start of this process, until its robots.txt is read again; a pause it was under
-        (Retry-After, back-off) holds until ``paused_until``. Returns the host's next
-        allowed start."""
+        (Retry-After, back-off) holds until ``paused_until``, never longer from now than
+        this process would pause it (a clock since set back, a lower ``max_retry_after_s``).
+        Returns the host's next allowed start."""
+        longest = self._clock.now() + max(self.max_retry_after_s, self.backoff_cap_s)
+        paused_until = min(paused_until, longest)
         with self._lock:
             st = self._get(host)
             st.last_start = max(st.last_start, last_start)

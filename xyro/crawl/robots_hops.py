@@ -33,7 +33,8 @@ MIN_BUSY_WAIT_S = 1.0
 class RobotsHops:
     """The hosts robots.txt fetches borrowed for their redirect hops, and the fetches that
     stopped at a busy one. ``lock``: the frontier's, under which hosts are taken and
-    started (a borrow must not slip between its ``ready_host`` and ``start``)."""
+    started: a borrow sees whether the frontier holds the host ready for its next pop
+    (then it is busy), and cannot slip between a pop's ``ready_host`` and ``start``."""
 
     def __init__(self, hosts: HostScheduler, scope: Scope, clock: Clock,
                  lock: threading.Lock) -> None:
@@ -77,5 +78,5 @@ class RobotsHops:
             busy = self._busy.pop(first, None)
         for host in held:
             with self._frontier_lock:
-                self._hosts.finish(host, now)
+                self._hosts.release(host, now)
         return busy
