@@ -194,3 +194,17 @@ def test_a_robots_hop_to_a_host_waiting_its_turn_does_not_break_the_crawl(
     _crawl(tmp_path, [origin.url("/"), other.url("/"), target.url("/")], "crawler.workers=2")
     assert target.most_at_once <= 1
     assert "/private/b.html" not in origin.paths and "/a.html" in origin.paths
+
+
+def test_a_robots_txt_redirected_to_a_busy_host_s_own_is_answered_from_the_cache(
+        tmp_path: Path, serve: Callable[..., Site]) -> None:
+    # A bare host whose robots.txt redirects to its www. name's own robots.txt while that
+    # host is being crawled: the hop finds it busy (its robots.txt or a page in flight, or
+    # within its delay), then its rules, read for its own pages, answer for the bare host.
+    # Asking again until the www. host happened to be free cost a robots.txt a delay.
+    target = serve(_slow_rules, "127.0.0.2")
+    origin = serve(_origin_to(target))
+    _crawl(tmp_path, [target.url("/"), origin.url("/")], "crawler.politeness.delay_s=1")
+    assert target.most_at_once <= 1
+    assert "/private/b.html" not in origin.paths and "/a.html" in origin.paths
+    assert origin.paths.count("/robots.txt") <= 2, origin.paths

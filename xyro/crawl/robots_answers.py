@@ -20,6 +20,7 @@ from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.retry_policy import PrerequisiteRetries
 from xyro.crawl.stats import CrawlStats
+from xyro.net.urls import robots_origin, robots_url
 from xyro.records import ErrorKind, FetchResult
 
 #: robots.txt fetch failures that mean the host cannot be reached at all, or that its answer
@@ -70,7 +71,8 @@ class RobotsAnswers:
             self.frontier.done(item, now=now, started_at=result.started_at)
             return
         if ask_again_at is not None:   # its redirect found the other host busy
-            self.frontier.robots.defer(item.origin, ask_again_at)
+            if not self._answered_from_cache(item, result, now):
+                self.frontier.robots.defer(item.origin, ask_again_at)
             self.frontier.done(item, now=now, started_at=result.started_at)
             return
         status = result.status if result.error_kind in ROBOTS_ANSWERS else None
@@ -86,6 +88,20 @@ class RobotsAnswers:
             self._unreachable(item, result, now)
         else:  # an answer, even a 5xx: the host is there
             self._failures.answered(item.origin)
+
+    def _answered_from_cache(self, item: FrontierItem, result: FetchResult,
+                             now: float) -> bool:
+        """The busy host's own robots.txt, read for its own pages and still fresh, answers
+        for ``item``'s origin: a bare host whose robots.txt redirects to its ``www.`` name
+        while that host is being crawled (busy at nearly every try) is not asked again and
+        again."""
+        target = result.redirects[-1] if result.redirects else ""
+        try:
+            source = robots_origin(target)
+        except ValueError:
+            return False
+        return (target == robots_url(source)
+                and self.frontier.robots.adopt(item.origin, source, now) is not None)
 
     def _unreachable(self, item: FrontierItem, result: FetchResult, now: float) -> None:
         """robots.txt of ``item.origin`` could not be fetched: its URLs stay queued (the

@@ -8,7 +8,9 @@ what the site forbids. So a hop to another host is followed when that host may s
 request now (nothing in flight there, its delay since its last request passed): the fetch
 takes that host's slot too (:meth:`HostScheduler.borrow`) until it ends. When the host is
 busy the fetch stops at the hop and the origin waits until the host's next allowed start,
-then asks for its robots.txt again. Eight sites sending their robots.txt to one CDN thus
+then asks for its robots.txt again, unless the hop's target is that host's own robots.txt and
+the cache holds it (:mod:`xyro.crawl.robots_answers`): a crawled ``www.`` host is busy at
+nearly every try. Eight sites sending their robots.txt to one CDN thus
 put one request at a time on it, spaced by its delay. A hop into a denied domain is never
 made (the operator forbids contacting it): that robots.txt is unavailable.
 

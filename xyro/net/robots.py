@@ -234,6 +234,18 @@ class RobotsCache:
                 self._entries.popitem(last=False)
         return entry.state
 
+    def adopt(self, origin: str, source: str, now: float) -> RobotsState | None:
+        """``origin``'s robots.txt redirects to ``source``'s own, which this cache holds
+        fresh: the same answer, until the same expiry (RFC 9309 §2.3.1.2: the file reached
+        governs the first host). None when ``source`` has no live entry."""
+        with self._lock:
+            entry = self._live(source, now)
+            if entry is None:
+                return None
+            self._entries[origin] = entry
+            self._entries.move_to_end(origin)
+        return entry.state
+
     def defer(self, origin: str, until: float) -> RobotsState:
         """No robots.txt for ``origin`` yet: its redirect reached a host that was busy
         (:mod:`xyro.crawl.robots_hops`). Disallow all until ``until``, then ask again."""
