@@ -87,12 +87,17 @@ def _corrupt(path: Path, exc: sqlite3.Error) -> MetadataError:
         "move it aside and run `xyro init` to start a new one")
 
 
+def _is_corrupt(errorname: str) -> bool:
+    """SQLite read the file and found it is not a database, or a damaged one."""
+    return errorname == "SQLITE_NOTADB" or errorname.startswith("SQLITE_CORRUPT")
+
+
 def database_failure(path: Path, exc: sqlite3.DatabaseError) -> MetadataError | None:
     """The one-line error for ``exc`` met on ``path`` after it opened (a command's read or
     write), or None when it is none of these: a file found corrupt, a write lock held by
     another connection past the busy timeout, a full disk."""
     name = getattr(exc, "sqlite_errorname", "") or ""
-    if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
+    if _is_corrupt(name):
         return _corrupt(path, exc)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return MetadataError(
@@ -108,7 +113,7 @@ def database_failure(path: Path, exc: sqlite3.DatabaseError) -> MetadataError | 
 def open_error(path: Path, exc: sqlite3.Error, *, write: bool) -> MetadataError:
     """The error to raise for ``exc`` met while opening ``path``: permission or corruption."""
     name = getattr(exc, "sqlite_errorname", "") or ""
-    if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"):
+    if _is_corrupt(name):
         return _corrupt(path, exc)
     if os.path.isdir(path):
         return StoreAccessError(f"metadata store {path} is a folder, not a database file: "

@@ -311,16 +311,13 @@ class HostScheduler:
             st = self._get(host)
             st.last_start = max(st.last_start, last_start)
             st.crawl_delay = max(st.crawl_delay, crawl_delay)
-            if paused_until > st.next_ok:
-                st.next_ok = paused_until
-                if st.token >= 0 and self.enforce:
-                    self._schedule(host, st, paused_until)
-            return self._delay_from_last_start(host, st)
+            return self._delay_from_last_start(host, st, paused_until)
 
-    def _delay_from_last_start(self, host: str, st: HostSlot) -> float:
-        """The host's next allowed start, put later if its delay from the last start asks
-        (lock held); a host waiting in the heap is filed again."""
-        nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay))
+    def _delay_from_last_start(self, host: str, st: HostSlot,
+                               not_before: float = float("-inf")) -> float:
+        """The host's next allowed start, put later if its delay from the last start (or
+        ``not_before``) asks (lock held); a host waiting in the heap is filed again."""
+        nxt = max(st.next_ok, st.last_start + max(self.delay_s, st.crawl_delay), not_before)
         if nxt > st.next_ok:
             st.next_ok = nxt
             if st.token >= 0 and self.enforce:
