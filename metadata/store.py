@@ -199,11 +199,22 @@ class MetadataStore:
 
     # -- transactions and ids ------------------------------------------------------------
     @contextmanager
-    def atomic(self) -> Iterator[sqlite3.Connection]:
-        """One transaction on the calling thread's connection (nested: a savepoint)."""
+    def atomic(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction on the calling thread's connection (nested: a savepoint).
+
+        ``durable``: the commit is on disk when the block ends (``synchronous=FULL`` for it;
+        the store's NORMAL may lose the last commits to a power loss). For a commit that
+        file deletions follow: a power loss must not bring back rows whose files are gone.
+        """
         self._refuse_writes()
         conn = self._conn()
         local = self._local
+        if durable:
+            if local.depth:
+                raise MetadataError("a durable transaction cannot be nested in another")
+            with self._synchronous(conn, "FULL"), self.atomic() as same:
+                yield same
+            return
         if local.depth:
             name = f"sp{local.depth}"
             conn.execute(f"SAVEPOINT {name}")
@@ -230,6 +241,16 @@ class MetadataStore:
         finally:
             local.depth = 0
         conn.execute("COMMIT")
+
+    @staticmethod
+    @contextmanager
+    def _synchronous(conn: sqlite3.Connection, level: str) -> Iterator[None]:
+        before = conn.execute("PRAGMA synchronous").fetchone()[0]
+        conn.execute(f"PRAGMA synchronous = {level}")
+        try:
+            yield
+        finally:
+            conn.execute(f"PRAGMA synchronous = {before}")
 
     def url_ids(self, urls: Sequence[str], create: bool = True) -> list[int | None]:
         """Stable ids of canonical ``urls`` (same order); new ones are created when ``create``,

@@ -13,10 +13,12 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile("repeatable")
 
 
-import threading  # noqa: E402  (the settings above load first)
+import os  # noqa: E402  (the settings above load first)
+import threading  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -152,3 +154,19 @@ def routed_site() -> Iterator[Callable[..., RoutedSite]]:
     yield make
     for site in sites:
         site.close()
+
+
+@pytest.fixture
+def fsync_log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``os.fsync`` is called on from now on, in order (the real fsync still runs);
+    skips where ``/proc`` cannot name a file descriptor."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to name the file an fsync was for")
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced

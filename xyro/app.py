@@ -154,7 +154,8 @@ def prune_warehouse(store: MetadataStore, warehouse: Warehouse, keep: int,
     ``grace_s`` real seconds is kept: it may belong to a version whose row is not committed
     yet (the same bytes as a pruned one). Returns the number of blobs deleted.
     """
-    with store.atomic() as conn:
+    # Durable before any blob goes: a power loss must not bring back a row without its blob.
+    with store.atomic(durable=True) as conn:
         orphans = versions.prune_versions(conn, keep)
     before = None if grace_s is None else time.time() - grace_s   # file times: real time
     return warehouse.delete_unreferenced(orphans, set(), written_before=before)
@@ -287,7 +288,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                          max_crawl_delay_s=polite.max_crawl_delay_s)
     hosts = HostScheduler(polite.delay_s, clock, enforce=enforce_politeness,
                           max_retry_after_s=polite.max_retry_after_s)
-    warehouse = Warehouse(cfg.storage.warehouse_dir)
+    warehouse = Warehouse(cfg.storage.warehouse_dir, durable=cfg.storage.fsync)
     claim_warehouse(store, warehouse)
     sweep_after_crash(store, warehouse)
     with store.atomic() as conn:

@@ -349,6 +349,7 @@ class LoaderConfig(_Section):
 class StorageConfig(_Section):
     database: FilePath = "var/xyro.db"
     warehouse_dir: FilePath = "var/warehouse"
+    fsync: bool = True
 
 
 class LogConfig(_Section):

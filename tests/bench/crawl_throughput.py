@@ -14,6 +14,9 @@ until the same page budget:
   (``ranking.opic.enabled=false``: discovery first-in first-out per host) and with OPIC on but
   no focus (``ranking.opic.focus.boost=0``), for OPIC's cost in throughput and focus's gain in
   XML documents per 1,000 fetches, measured in the same run;
+* ``xyro_fsync_off``: the default with ``storage.fsync=false`` (new warehouse blobs not
+  flushed to disk before their rows commit), for the cost of durable writes
+  (``fsync_throughput_cost_pct``);
 * ``scrapy``: tests/bench/scrapy_peer.py, a CrawlSpider whose LinkExtractors look at the
   same tags as Xyro (a, area, frame, iframe, link rel=alternate), ``ROBOTSTXT_OBEY``,
   ``CONCURRENT_REQUESTS_PER_DOMAIN=1``, no delay, no AutoThrottle, no cache.
@@ -73,11 +76,13 @@ SCRAPY_PEER = HERE / "scrapy_peer.py"
 XML_SHARE = 0.3
 #: How each crawler's requests are told apart in the web's log (their User-Agent prefixes).
 AGENTS = {"xyro": "Xyro/", "scrapy": "ScrapyPeer/", "xyro_opic_off": "XyroOpicOff/",
-          "xyro_focus_off": "XyroFocusOff/", "warmup": "XyroWarmup/"}
+          "xyro_focus_off": "XyroFocusOff/", "xyro_fsync_off": "XyroFsyncOff/",
+          "warmup": "XyroWarmup/"}
 #: Xyro variants run beside the default (OPIC on, focus on), with these overrides (their
 #: own User-Agent, so the web's log tells the runs apart; robots.txt rules are for *).
 VARIANTS = {"xyro_opic_off": ("ranking.opic.enabled=false",),
-            "xyro_focus_off": ("ranking.opic.focus.boost=0",)}
+            "xyro_focus_off": ("ranking.opic.focus.boost=0",),
+            "xyro_fsync_off": ("storage.fsync=false",)}
 
 
 def log(msg: str) -> None:
@@ -230,7 +235,7 @@ def run_plan(args: argparse.Namespace) -> list[tuple[str, str]]:
     CPU per page falls from 0.26 to 0.11 ms over three runs), so a first run is slower
     whoever makes it: a warm-up Xyro run goes first (discarded, except with --quick), then
     ``--rounds`` rounds of the Xyro variants, then Scrapy."""
-    names = [n for n in ("xyro", "xyro_opic_off", "xyro_focus_off")
+    names = [n for n in ("xyro", *VARIANTS)
              if (not args.only or args.only == n) and not (args.no_variants and n != "xyro")]
     plan: list[tuple[str, str]] = []
     if names and not args.quick:
@@ -273,6 +278,12 @@ def _opic_ratios(report: dict[str, Any]) -> None:
             x["opic_median_throughput_cost_pct"] = round(100 * (
                 1 - statistics.median(x["runs_pages_per_s"])
                 / statistics.median(off["runs_pages_per_s"])), 1)
+    no_fsync = report.get("xyro_fsync_off")
+    if no_fsync is not None:   # the warehouse's durable writes (storage.fsync, the default)
+        x["fsync_throughput_cost_pct"] = round(
+            100 * (1 - x["pages_per_s"] / no_fsync["pages_per_s"]), 1)
+        x["fsync_steady_throughput_cost_pct"] = round(
+            100 * (1 - x["steady_pages_per_s"] / max(no_fsync["steady_pages_per_s"], 0.1)), 1)
     no_focus = report.get("xyro_focus_off")
     if no_focus is not None:
         x["ratio_xml_docs_vs_focus_off"] = round(
@@ -308,7 +319,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="CPU both crawlers are pinned to (default 0; -1: not pinned)")
     p.add_argument("--scrapy-concurrency", type=int, default=64)
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--only", choices=("xyro", "xyro_opic_off", "xyro_focus_off", "scrapy"),
+    p.add_argument("--only", choices=("xyro", *VARIANTS, "scrapy"),
                    help="run one crawler only")
     p.add_argument("--no-variants", action="store_true",
                    help="skip the OPIC-off and focus-off Xyro runs")

@@ -40,9 +40,10 @@ def test_crawl_benchmark_quick_run_prints_one_json_line() -> None:
     assert report["scrapy"]["server_log"]["page_requests"] >= 150
     assert report["xyro"]["ratio_pages_per_s_vs_scrapy"] > 0  # 0.2 s of crawling: no bound
     # The OPIC variants ran in the same invocation, politely too; no bound at this size.
-    for variant in ("xyro_opic_off", "xyro_focus_off"):
+    for variant in ("xyro_opic_off", "xyro_focus_off", "xyro_fsync_off"):
         assert report[variant]["pages"] == 150
         assert report[variant]["server_log"]["overlapping_requests"] == 0
         assert report[variant]["server_log"]["page_requests"] == 150
     assert report["xyro"]["ratio_pages_per_s_vs_opic_off"] > 0
+    assert "fsync_throughput_cost_pct" in report["xyro"]
     assert report["xyro"]["xml_docs_per_1000_fetches"] >= 0

@@ -80,6 +80,32 @@ def test_versions_pruned_per_url_shared_blobs_kept(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_the_prune_deletes_blobs_only_after_its_rows_are_gone_for_good(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wh = Warehouse(tmp_path / "wh")
+    with MetadataStore.open(tmp_path / "m.db") as store:
+        writer = store.writer()
+        for i in range(3):
+            writer.submit(FetchRecord("http://a.test/x.xml", float(i), PageType.XML, 200,
+                                      bytes(16)))
+            writer.submit(XmlVersion("http://a.test/x.xml", bytes(16), bytes([i]) * 16,
+                                     float(i), 10, wh.put(b"<v n='%d'/>" % i), True))
+        writer.close()
+        events: list[str] = []
+        with store.atomic() as conn:   # the thread's connection, which the prune uses too
+            conn.set_trace_callback(events.append)
+        real_unlink = os.unlink
+        monkeypatch.setattr(os, "unlink", lambda path, *a, **k: (events.append("unlink"),
+                                                                 real_unlink(path, *a, **k)))
+        assert prune_warehouse(store, wh, keep=1) == 2
+        # The deleting commit is synced (synchronous FULL) before the first blob goes: a
+        # power loss cannot bring back a version row whose blob is deleted.
+        full = events.index("PRAGMA synchronous = FULL")
+        commit = events.index("COMMIT", full)
+        assert any("DELETE FROM xml_versions" in e for e in events[full:commit])
+        assert "unlink" not in events[:commit] and events.count("unlink") >= 2
+
+
 def test_a_prune_while_crawling_keeps_blobs_written_lately(tmp_path: Path) -> None:
     # The daemon prunes while its workers write: a pruned version's bytes may be the ones a
     # worker just stored again (a document changed back), whose row is not committed yet.
@@ -123,3 +149,31 @@ def test_a_put_racing_the_prune_keeps_its_blob(when: str, tmp_path: Path,
     monkeypatch.setattr(os, "rename", rename)
     assert wh.get(key) == body
     assert not list(wh.root.glob("??/??/.tmp-*"))
+
+
+def test_a_durable_put_syncs_the_blob_then_every_folder_entry_it_changed(
+        tmp_path: Path, fsync_log: list[str]) -> None:
+    root = tmp_path / "wh"
+    root.mkdir()
+    wh = Warehouse(root)
+    synced = fsync_log
+    key = wh.put(b"<first/>")
+    ab, cd = root / key[:2], root / key[:5]
+    # The bytes (under their temporary name), the rename into ab/cd, then ab/cd's entry in
+    # ab and ab's in the root: after a power loss the row's blob is there, whole.
+    assert len(synced) == 4 and Path(synced[0]).parent == cd
+    assert Path(synced[0]).name.startswith(".tmp-")
+    assert synced[1:] == [str(cd), str(ab), str(root)]
+
+    synced.clear()
+    assert wh.put(b"<first/>") == key and synced == []   # stored already: nothing to sync
+    twin = next(b for b in (b"<x%d/>" % i for i in range(100_000))
+                if Warehouse.key_of(b)[:5] == key[:5])   # a blob for the same folder
+    wh.put(twin)
+    assert len(synced) == 2 and synced[1] == str(cd)    # its bytes, its name; no folder made
+
+
+def test_a_put_that_need_not_be_durable_syncs_nothing(tmp_path: Path,
+                                                      fsync_log: list[str]) -> None:
+    wh = Warehouse(tmp_path / "wh", durable=False)
+    assert wh.get(wh.put(b"<fast/>")) == b"<fast/>" and fsync_log == []

@@ -274,3 +274,23 @@ def test_the_wal_shrinks_back_after_a_long_reader_lets_go(tmp_path: Path) -> Non
     writer.execute("INSERT INTO t VALUES (randomblob(100))")   # restarts the WAL, cut to the limit
     assert wal.stat().st_size <= limit
     writer.close()
+
+
+def test_a_durable_transaction_commits_at_synchronous_full_and_only_that_one(
+        store: MetadataStore) -> None:
+    level = "PRAGMA synchronous"
+    with store.atomic() as conn:
+        normal = conn.execute(level).fetchone()[0]
+    with store.atomic(durable=True) as conn:
+        assert conn.execute(level).fetchone()[0] == 2   # FULL: the WAL synced at COMMIT
+        conn.execute("INSERT INTO state (key, value) VALUES ('k', 1)")
+    with pytest.raises(ZeroDivisionError), store.atomic(durable=True) as conn:
+        conn.execute("INSERT INTO state (key, value) VALUES ('j', 1)")
+        1 / 0
+    with store.atomic() as conn:
+        assert conn.execute(level).fetchone()[0] == normal == 1   # NORMAL again, even so
+        assert conn.execute("SELECT key FROM state WHERE key IN ('k', 'j')").fetchall() \
+            == [("k",)]
+        with pytest.raises(MetadataError, match="cannot be nested"), \
+                store.atomic(durable=True):
+            pass

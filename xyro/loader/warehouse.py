@@ -14,9 +14,13 @@ lzma gains ~20–30 % more but costs ~10x the CPU, and blobs are written by the 
 during the crawl; zlib also needs no extra dependency to read a blob from a shell
 (``python -c 'import zlib,sys; …'`` or ``pigz -dz``).
 
-Writes are atomic: a temporary file in the blob's folder, flushed (and fsynced when
-``durable``), then ``os.replace``. A crash leaves at worst a ``.tmp`` file, removed by
-:meth:`Warehouse.sweep`. Blobs are deleted only by :meth:`Warehouse.delete_unreferenced`,
+Writes are atomic: a temporary file in the blob's folder, flushed, then ``os.replace``. A
+crash leaves at worst a ``.tmp`` file, removed by :meth:`Warehouse.sweep`. When ``durable``
+(the default), a new blob's bytes, its name and any folder made for it are on disk
+(``fsync`` of the file, then of each folder changed) before :meth:`Warehouse.put` returns,
+so before the version row that references it can commit: after a power loss a committed row
+never points at an empty or missing blob. A process crash (``kill -9``) is safe either way;
+the page cache outlives the process. Blobs are deleted only by :meth:`Warehouse.delete_unreferenced`,
 given the keys the metadata still references (a blob shared by another version or URL is
 never deleted while referenced).
 """
@@ -46,7 +50,7 @@ class WarehouseWriteError(OSError):
 class Warehouse:
     """Content-addressed, zlib-compressed blob store with atomic writes."""
 
-    def __init__(self, root: str | Path, *, level: int = 6, durable: bool = False) -> None:
+    def __init__(self, root: str | Path, *, level: int = 6, durable: bool = True) -> None:
         self.root = Path(root)
         self.level = level
         self.durable = durable
@@ -77,10 +81,11 @@ class Warehouse:
                 return key
         tmp = path.with_name(f"{_TMP}{uuid.uuid4().hex}")
         try:
+            made: list[Path] = []
             try:
                 f = open(tmp, "wb")
             except FileNotFoundError:  # first blob of its folder (mkdir only then: it is hot)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                made = self._make_folders(path.parent)
                 f = open(tmp, "wb")
             with f:
                 f.write(zlib.compress(body, self.level))
@@ -88,6 +93,10 @@ class Warehouse:
                 if self.durable:
                     os.fsync(f.fileno())
             os.replace(tmp, path)
+            if self.durable:
+                # The rename, then each new folder's entry in its parent, deepest first.
+                for folder in (path.parent, *(m.parent for m in made)):
+                    _fsync_folder(folder)
         except OSError as exc:
             _remove(tmp)
             raise WarehouseWriteError(exc.errno, f"cannot write a document to the "
@@ -96,6 +105,17 @@ class Warehouse:
             tmp.unlink(missing_ok=True)
             raise
         return key
+
+    def _make_folders(self, folder: Path) -> list[Path]:
+        """Create ``folder`` and its missing parents up to the root; the ones made, deepest
+        first (their entries in their parents are what a durable put must sync too)."""
+        missing = []
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for m in reversed(missing):
+            m.mkdir(exist_ok=True)
+        return missing
 
     def get(self, key: str) -> bytes:
         """The bytes stored under ``key``, checked against the key's hash."""
@@ -166,6 +186,14 @@ class Warehouse:
                 tmp.unlink(missing_ok=True)
                 removed += 1
         return removed + self.delete_unreferenced(list(self.keys()), referenced)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _remove(path: Path) -> None:
