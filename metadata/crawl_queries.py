@@ -43,6 +43,12 @@ def prior_fetch(conn: sqlite3.Connection, url: str) -> PriorFetch:
     for row_url, etag, last_modified, page_type, last_access, signature in conn.execute(
             _VALIDATORS, (url_hash(url),)):
         if row_url == url:  # the hash is only a look-up key: compare the text
+            if page_type == PageType.OUTSIDE.value:   # read for its links, no document kept:
+                return NEVER_FETCHED                  # a 304 now would leave it without one
+            if page_type == PageType.ERROR.value:
+                # Never loaded: a 304 would repeat the error without a look at the body, which
+                # may load now (its DTD back, a limit raised). No validators, a full fetch.
+                etag = last_modified = None
             known = PageType(page_type) if page_type != PageType.UNREAD.value else None
             return PriorFetch(etag, last_modified, known, last_access, signature)
     return NEVER_FETCHED
@@ -91,6 +97,11 @@ def fetched_pages(conn: sqlite3.Connection, batch: int = 50_000) -> Iterator[Fet
     while rows := cursor.fetchmany(batch):
         for row in rows:
             yield FetchedPage(*row)
+
+
+def outside_pages(conn: sqlite3.Connection) -> Iterator[tuple[str, int]]:
+    """(URL, link depth) of every page fetched for its links alone (type ``outside``)."""
+    yield from conn.execute("SELECT url, depth FROM urls WHERE type = 'outside'")
 
 
 def child_lists(conn: sqlite3.Connection, url_ids: Sequence[int]

@@ -103,10 +103,11 @@ class RoutedSite:
     HTML body, Content-Length set); robots.txt is ``robots`` (a 404 when None).
     ``requests`` lists the paths asked for (robots.txt left out), in order, and ``times``
     when each was (monotonic seconds); ``arrivals`` lists (time, path) of every request,
-    robots.txt included."""
+    robots.txt included; ``headers`` the request headers of each of ``requests``."""
 
     def __init__(self, respond: Callable[[str], Answer], robots: str | None = None) -> None:
         self.requests: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
         self.arrivals: list[tuple[float, str]] = []
         site = self
@@ -122,6 +123,7 @@ class RoutedSite:
                 else:
                     site.times.append(site.arrivals[-1][0])
                     site.requests.append(self.path)
+                    site.headers.append(dict(self.headers.items()))
                     status, headers, body = respond(self.path)
                 self.send_response(status)
                 for name, value in {"Content-Type": "text/html", **headers}.items():

@@ -291,12 +291,16 @@ class OpicConfig(_Section):
     focus: OpicFocusConfig = OpicFocusConfig()
 
 
+#: The most selection rounds of a global PageRank estimate (config and command line alike).
+MAX_GLOBAL_ROUNDS = 10_000
+
+
 class GlobalEstimateConfig(_Section):
     """The daemon's global PageRank estimate of a scoped warehouse (DESIGN.md §5, 001)."""
 
     enabled: bool = False
     extra_pages_per_local_page: float = Field(2.0, gt=0, le=100)
-    rounds: int = Field(50, ge=1, le=10_000)
+    rounds: int = Field(50, ge=1, le=MAX_GLOBAL_ROUNDS)
     selector: Literal["sc", "sc_learned", "pf", "outlinks", "random"] = "sc_learned"
     out_degree: Literal["within", "all"] = "within"
     check_interval_s: float = Field(300.0, gt=0, le=MAX_SECONDS)

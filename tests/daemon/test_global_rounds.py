@@ -191,8 +191,78 @@ def test_the_state_survives_its_json() -> None:
 
 @pytest.mark.parametrize("value", ['{"round": 1, "colour": 2}', '{"pending": [[1]]}', '[1]'])
 def test_a_saved_row_that_is_no_round_state_is_named(value: str) -> None:
-    with pytest.raises(ValueError, match=f"{STATE_KEY}.*delete that row of the state table"):
+    with pytest.raises(ValueError, match=f"{STATE_KEY}.*not a round state this version"):
         RoundState.from_stored(value)
+
+
+def test_a_saved_state_this_version_cannot_read_restarts_the_rounds_not_the_daemon(
+        store: MetadataStore, caplog: pytest.LogCaptureFixture) -> None:
+    # A newer version's state (one more field), or a row edited by hand: an ERROR line and
+    # fresh rounds; the crawl must not die of it at every start under systemd.
+    store.set_state(STATE_KEY, '{"round": 2, "rounds": 4, "budget": 8, "new_field": 1}')
+    writer = store.writer()
+    try:
+        rounds = _rounds(store, writer, [])
+        assert rounds.state == RoundState(scope=SCOPE.fingerprint(),
+                                          updated_at=T0, selector="sc_learned",
+                                          out_degree="within")
+        writer.flush()
+        assert RoundState.from_stored(store.get_state(STATE_KEY)) == rounds.state
+    finally:
+        writer.close()
+    assert any(r.levelname == "ERROR" and "not a round state this version" in r.getMessage()
+               and "the rounds start again" in r.getMessage() for r in caplog.records)
+
+
+def test_a_scope_changed_since_the_rounds_began_starts_them_again(
+        store: MetadataStore, caplog: pytest.LogCaptureFixture) -> None:
+    # n, the budget and the pending pages belong to the scope the rounds began under: a scope
+    # grown, shrunk or lifted since would overspend (n of the old scope) or, finished for
+    # lack of candidates while lifted, never run again.
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        queued: list[list[tuple[int, str]]] = []
+        rounds = _rounds(store, writer, queued)
+        rounds.step()
+        state = rounds.step()
+        assert state.round == 1 and state.pending and state.scope == SCOPE.fingerprint()
+        writer.flush()
+        again = _rounds(store, writer, queued)          # the same scope: the rounds go on
+        assert again.state == state
+
+        grown = Scope(["http://in.example/", "http://out0.example/"])
+        assert grown.fingerprint() != SCOPE.fingerprint()
+        settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3)
+        restarted = GlobalRounds(settings, 0.85, grown, store,
+                                 lambda pages: queued.append(pages) or pages, writer.submit,
+                                 ManualClock(T0))
+        fresh = restarted.state
+        assert (fresh.round, fresh.spent, fresh.budget, fresh.pending, fresh.finished) \
+            == (0, 0, 0, (), False) and fresh.scope == grown.fingerprint()
+        assert "the scope changed since its rounds began" in caplog.text
+        writer.flush()
+        assert RoundState.from_stored(store.get_state(STATE_KEY)).scope == grown.fingerprint()
+        restarted.step()                                # n of the new scope, then round 1
+        state = restarted.step()
+        assert state.local_pages == 6 and state.round == 1
+        assert all(not url.startswith("http://out0.") for _, url in state.pending)
+    finally:
+        writer.close()
+
+
+def test_a_state_saved_before_scopes_were_recorded_is_kept(store: MetadataStore) -> None:
+    saved = RoundState(round=1, rounds=3, local_pages=6, budget=6, spent=2,
+                       pending=((40, "http://out1.example/0"),))
+    store.set_state(STATE_KEY, saved.to_json())
+    writer = store.writer()
+    try:
+        rounds = _rounds(store, writer, [])
+        assert rounds.state.scope == SCOPE.fingerprint()
+        assert (rounds.state.round, rounds.state.spent, rounds.state.pending) \
+            == (1, 2, saved.pending)
+    finally:
+        writer.close()
 
 
 def test_refused_candidates_are_passed_over_for_the_next_best(store: MetadataStore) -> None:

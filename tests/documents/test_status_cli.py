@@ -227,6 +227,21 @@ def test_status_shows_the_global_estimate_rounds(tmp_path: Path) -> None:
     assert "global PageRank estimate: finished" in render_status(report, DAY)
 
 
+def test_status_names_a_saved_round_state_it_cannot_read(tmp_path: Path) -> None:
+    db = tmp_path / "xyro.db"
+    fill(db, planned=False)
+    with MetadataStore.open(db) as store, store.writer() as w:
+        w.submit(SetState(GLOBAL_KEY, '{"round": 1, "bogus": 2}'))
+    config = tmp_path / "xyro.yaml"
+    config.write_text(f"storage:\n  database: {db}\n  warehouse_dir: {tmp_path / 'w'}\n")
+    result = run({"config": config}, "status")
+    assert result.exit_code == 0, result.output
+    assert ("global PageRank estimate: the saved state 'global_estimate.rounds' is not a "
+            "round state this version of Xyro can read") in result.output
+    assert "the daemon starts the rounds again" in result.output
+    assert "waiting for the scope" not in result.output
+
+
 def test_due_now_counts_in_the_unit_the_folders_were_filed_in(tmp_path: Path) -> None:
     """`xyro --demo status`, or a config whose time unit changed since the last planning:
     due_unit holds folder numbers of the planner's unit, not of the configured one."""

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from xyro.loader.outside import outside_links
+from xyro.loader.settings import LoaderSettings
 
 URL = "http://127.0.0.1:9/feeds/news.xml"
 
@@ -116,3 +117,18 @@ def test_an_entity_bomb_ends_at_once_with_no_links() -> None:
 ])
 def test_a_body_that_does_not_parse_has_no_links(body: bytes) -> None:
     assert _urls(body) == []
+
+
+def test_a_page_the_loader_would_refuse_as_too_crowded_or_large_has_no_links() -> None:
+    # Reading the attributes of an element costs their square (xyro/loader/crowding.py): 20,000
+    # of them held the whole process about 2 s, 80,000 about 40 s, and these pages come from
+    # any host. The loader's own limits apply, as to a document it loads.
+    attrs = " ".join(f'a{i}="v"' for i in range(20_000))
+    assert _urls(f'<x href="/a.html" {attrs}/>'.encode()) == []
+    few = " ".join(f'a{i}="v"' for i in range(511))   # 512 with the href
+    assert _urls(f'<x href="/a.html" {few}/>'.encode()) == ["http://127.0.0.1:9/a.html"]
+    small = LoaderSettings(max_document_bytes=100)
+    page = b'<x><a href="/a.html"/>' + b"<p/>" * 30 + b"</x>"
+    assert outside_links(page, URL, settings=small) == ()
+    assert [link.url for link in outside_links(b'<x><a href="/a.html"/></x>', URL,
+                                               settings=small)] == ["http://127.0.0.1:9/a.html"]

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from lxml import etree
 
+from xyro.content.html_links import resolve_href
 from xyro.loader import extract_xml_links
+from xyro.net.urls import canonicalize
 
 DOC = "http://h.test/dir/doc.xml"
 XLINK = 'xmlns:xlink="http://www.w3.org/1999/xlink"'
@@ -44,3 +46,46 @@ def test_documents_without_xml_base_resolve_against_their_url() -> None:
             '<a xlink:href="a.xml"/><b base="x/" href="../up.xml"/></r>')
     assert _links(body) == [("http://h.test/dir/s.xsl", "stylesheet"),
                             ("http://h.test/dir/a.xml", "xlink"), ("http://h.test/up.xml", "href")]
+
+
+def test_the_xml_base_chain_matches_lxml_on_random_documents() -> None:
+    # The walk keeps the chain as a stack (lxml's el.base walks every ancestor for every
+    # link: minutes for a document of deeply nested xml:base); both must agree.
+    import random
+
+    rng = random.Random(7)
+    # Not "" (below): libxml2 then drops the parent's base, against RFC 3986 §5.2.
+    values = ["a/", "../", "/root/", "http://x.test/p/", "q?x=1", "b/c/", "d/#frag"]
+    for _ in range(200):
+        parts, depth = ["<r>"], 1
+        for _ in range(rng.randint(1, 40)):
+            move = rng.random()
+            if move < 0.4:
+                base = f' xml:base="{rng.choice(values)}"' if rng.random() < 0.6 else ""
+                parts.append(f"<e{base}>")
+                depth += 1
+            elif move < 0.6 and depth > 1:
+                parts.append("</e>")
+                depth -= 1
+            else:
+                parts.append(f'<l href="t{rng.randint(0, 9)}.xml"/>')
+        parts.append("</e>" * (depth - 1) + "</r>")
+        tree = etree.fromstring("".join(parts).encode(), base_url=DOC).getroottree()
+        expected = [resolve_href(el.base or DOC, el.get("href"))
+                    for el in tree.iter("l")]
+        got = [link.url for link in extract_xml_links(tree, DOC)]
+        assert got == [canonicalize(u) for u in expected if u], "".join(parts)
+
+
+def test_an_empty_xml_base_keeps_the_parent_base() -> None:
+    # XML Base §4.3 and RFC 3986 §5.2.2: "" resolves to the base it is resolved against.
+    body = '<r><e xml:base="b/c/"><e xml:base=""><l href="t.xml"/></e></e></r>'
+    assert _links(body) == [("http://h.test/dir/b/c/t.xml", "href")]
+
+
+def test_deeply_nested_xml_bases_resolve_along_the_whole_chain() -> None:
+    depth = 250   # libxml2's own nesting limit is 256
+    body = ('<r>' + '<d xml:base="a/">' * depth + '<l href="x.xml"/>' * 3 + '</d>' * depth
+            + '<l href="y.xml"/></r>')
+    deep = "http://h.test/dir/" + "a/" * depth + "x.xml"
+    assert _links(body) == [(deep, "href")] * 3 + [("http://h.test/dir/y.xml", "href")]

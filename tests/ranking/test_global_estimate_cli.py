@@ -114,6 +114,9 @@ def test_the_config_section_sets_the_defaults_and_flags_override_it(
     (["--local", "0:10"], "add --global-estimate or drop them"),
     (["--global-estimate"], "needs --local START:STOP"),
     (["--global-estimate", "--local", "0:10", "--extra", "0"], "--extra"),
+    # The config's bound, not a memory error blamed on the graph's size.
+    (["--global-estimate", "--local", "0:10", "--rounds", "1000000000000"],
+     "1000000000000 is not in the range 1<=x<=10000"),
     (["--global-estimate", "--local", "0:10", "--cluster", "tcp://127.0.0.1:9"],
      "--global-estimate runs on this host"),
 ])

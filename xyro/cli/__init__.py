@@ -26,6 +26,7 @@ from metadata import MetadataError, database_failure
 from xyro import __version__
 from xyro.app import App
 from xyro.cli.context import FiniteFloat, LazyApp, app_of, canonical_url, format_status
+from xyro.config import MAX_GLOBAL_ROUNDS
 from xyro.config_load import ConfigError, load_config
 from xyro.crawl.frontier import URGENT
 from xyro.errors import UsageError, XyroError, permission_message
@@ -331,7 +332,7 @@ def run_daemon(ctx: click.Context, speed: float, epoch: float | None,
 @click.option("--extra", type=FiniteFloat(min=0, min_open=True, max=100), default=None,
               help="With --global-estimate: extra pages, as a multiple of the domain's "
                    "pages [default: ranking.global_estimate.extra_pages_per_local_page, 2].")
-@click.option("--rounds", type=click.IntRange(min=1), default=None,
+@click.option("--rounds", type=click.IntRange(1, MAX_GLOBAL_ROUNDS), default=None,
               help="With --global-estimate: selection rounds [default: "
                    "ranking.global_estimate.rounds, 50].")
 @click.option("--out-degree", "out_degree", type=click.Choice(["within", "all"]),

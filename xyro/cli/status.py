@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import click
@@ -21,7 +22,7 @@ import click
 from xyro.app import App
 from xyro.clock import unit_index
 from xyro.cli.status_text import iso, render_status
-from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_ROUNDS_KEY
+from xyro.jobs.global_round_state import STATE_KEY as GLOBAL_ROUNDS_KEY, RoundState
 from xyro.service.crawl_lock import crawler_alive
 
 @click.command("status")
@@ -66,9 +67,13 @@ def status_report(app: App, raw: Mapping[str, Any], now: float) -> dict[str, Any
         out["live_crawl"] = live
     # A killed crawler leaves its last counters behind; its lock says whether it still runs.
     out["crawler_running"] = crawler_alive(app.database_path)
-    rounds = decode_state(state.pop(GLOBAL_ROUNDS_KEY, None))
-    if rounds is not None:  # the pending URLs themselves are the frontier's to show
-        rounds["pending"] = len(rounds.get("pending") or ())
+    saved = state.pop(GLOBAL_ROUNDS_KEY, None)
+    if saved is not None:
+        try:
+            rounds = asdict(RoundState.from_stored(saved))
+            rounds["pending"] = len(rounds["pending"])  # the URLs are the frontier's to show
+        except ValueError as exc:
+            rounds = {"unreadable": f"{exc}; the daemon starts the rounds again"}
         out["global_estimate"] = rounds
     out["state"] = state
     out["refresh"] = refresh_section(app, raw, state, out["job_runs"])

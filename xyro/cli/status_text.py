@@ -365,6 +365,8 @@ def _global_estimate(r: Mapping[str, Any], now: float) -> list[str]:
     g = r.get("global_estimate")
     if not isinstance(g, Mapping):
         return []
+    if g.get("unreadable"):
+        return [f"global PageRank estimate: {g['unreadable']}"]
     budget = int(g.get("budget") or 0)
     if g.get("finished"):
         stage = "finished"

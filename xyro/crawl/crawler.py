@@ -372,7 +372,8 @@ class Crawler:
         if outcome.page_type == PageType.HTML:
             outcome = replace(outcome, page_type=PageType.OUTSIDE)
         elif outcome.page_type == PageType.XML:
-            links = outside_links(result.body, result.final_url, self.settings.max_url_length)
+            links = outside_links(result.body, result.final_url, self.settings.max_url_length,
+                                  None if self.loader is None else self.loader.settings)
             outcome = PageOutcome(PageType.OUTSIDE, tuple(Child(l.url, l.likely_xml)
                                                           for l in links), outcome.signature)
         elif outcome.page_type == PageType.DTD:

@@ -67,11 +67,13 @@ class GlobalRounds:
         self._queue = queue
         self._record = record
         self._clock = clock
-        self.state = RoundState.from_stored(store.get_state(STATE_KEY))
+        self.state = self._stored_state()
         # (URL ids, importance) of the in-scope pages once finished, with importance: global
         self._importance: tuple[np.ndarray, np.ndarray] | None = None
+        self._check_scope()
 
     def step(self) -> RoundState:
+        self._check_scope()
         state = self.state
         if state.finished:
             if self._global_importance and self._importance is None:  # after a restart
@@ -115,6 +117,31 @@ class GlobalRounds:
             pending = tuple(self._queue(list(pending)))
         if pending != self.state.pending:
             self._save(replace(self.state, pending=pending))
+
+    def _stored_state(self) -> RoundState:
+        """The saved state; a fresh one, said in an ERROR line, when it cannot be read (a
+        newer version's, a row edited by hand): the rounds are worth less than the crawl."""
+        try:
+            return RoundState.from_stored(self._store.get_state(STATE_KEY))
+        except ValueError as exc:
+            log.error("global estimate: %s; the rounds start again", exc)
+            return RoundState(scope="unreadable")   # saved over at once (_check_scope)
+
+    def _check_scope(self) -> None:
+        """The rounds belong to the scope they began under (n, the budget, the pages still
+        pending were chosen for it): when it changed, they start again for the new one. The
+        out-of-scope pages fetched so far keep their links, so the new rounds build on them."""
+        scope = self._scope.fingerprint()
+        state = self.state
+        if state.scope == scope:
+            return
+        if state.scope and state != RoundState(scope=state.scope):
+            log.warning("global estimate: the scope changed since its rounds began (round %d "
+                        "of %d, %d of %d extra pages queued): they start again for the new "
+                        "scope", state.round, state.rounds, state.spent, state.budget)
+            self._importance = None
+            state = RoundState()
+        self._save(replace(state, scope=scope))
 
     def _start(self, state: RoundState, n: int) -> RoundState:
         """Fix n and the budget when L did not grow since the last check; else note n."""

@@ -19,7 +19,8 @@ class RoundState:
     the last round's pages not fetched yet; ``estimate_change_l1``: L1 distance between the
     estimate and local PageRank at the last round; ``updated_at``: clock seconds;
     ``selector`` and ``out_degree``: the configured ones at that time (empty in a state
-    saved before they were recorded)."""
+    saved before they were recorded); ``scope``: the fingerprint of the scope the rounds
+    belong to (:meth:`xyro.net.urls.Scope.fingerprint`; empty before it was recorded)."""
 
     round: int = 0
     rounds: int = 0
@@ -32,6 +33,7 @@ class RoundState:
     updated_at: float | None = None
     selector: str = ""
     out_degree: str = ""
+    scope: str = ""
 
     @property
     def started(self) -> bool:
@@ -50,9 +52,8 @@ class RoundState:
             data["pending"] = tuple((int(i), str(u)) for i, u in data.get("pending", ()))
             return cls(**data)
         except (TypeError, ValueError, KeyError) as exc:
-            raise ValueError(f"the saved state {STATE_KEY!r} is not a round state ({exc}); "
-                             f"delete that row of the state table to start the rounds "
-                             f"again") from None
+            raise ValueError(f"the saved state {STATE_KEY!r} is not a round state this "
+                             f"version of Xyro can read ({exc})") from None
 
     @property
     def pending_urls(self) -> frozenset[str]:

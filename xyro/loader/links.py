@@ -18,8 +18,8 @@ In an XSLT stylesheet, attribute values of literal result elements holding ``{``
 attribute value templates (``href="{$filename}"``), written into the output, not links of
 the stylesheet: they are skipped.
 
-Relative references resolve against ``xml:base`` (lxml's ``base`` property applies the
-xml:base chain over the document URL) and are canonicalized; what is not crawlable
+Relative references resolve against ``xml:base`` (the chain of xml:base values over the
+document URL, RFC 3986 resolution at each step) and are canonicalized; what is not crawlable
 (mailto:, javascript:, fragments only) is dropped.
 """
 
@@ -65,27 +65,30 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     """Every link of ``tree`` (parsed with ``base_url=url``), canonical, in document order."""
     out: list[XmlLink] = []
     root = tree.getroot()
-    # No xml:base met yet in document order: every link so far resolves against ``url``. The
-    # first xml:base switches to lxml's per-element ``base`` for the rest of the document
-    # (its subtree follows it); what came before it is outside its scope.
-    has_base = False
+    # The xml:base chain, as a stack kept along the walk: (element carrying xml:base, the base
+    # it sets), innermost last. lxml's ``el.base`` would walk every ancestor for every link,
+    # minutes for a document of deeply nested xml:base elements.
+    bases: list[tuple[etree._Element, str]] = []
     resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
-    directory = plain_directory(url)
+    plain = plain_directory(url)   # fast joins outside every xml:base
     templates = _is_stylesheet(root)
+
+    def resolver_of(base: str) -> Resolver:
+        resolver = resolvers.get(base)
+        if resolver is None:
+            resolver = resolvers[base] = Resolver(base)
+        return resolver
 
     def add(href: str | None, kind: str, el: etree._Element | None) -> None:
         if not href or (templates and "{" in href and kind == "href"):
             return
+        directory = plain if el is None or not bases else None
         if directory is not None:  # most hrefs: "d12.xml", "sub/a.xml" against a plain base
             canon = join_plain(directory, href, max_url_length)
             if canon is not None:
                 out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
                 return
-        base = (el.base or url) if (has_base and el is not None) else url
-        resolver = resolvers.get(base)
-        if resolver is None:
-            resolver = resolvers[base] = Resolver(base)
-        absolute = resolver.resolve(href)
+        absolute = resolver_of(bases[-1][1] if el is not None and bases else url).resolve(href)
         if not absolute:
             return
         canon = canonicalize(absolute, max_length=max_url_length)
@@ -98,10 +101,16 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     # Tag and attribute names repeat throughout a document: classify each name once.
     element_kinds: dict[str, str | None] = {}
     roles: dict[tuple[str, str], str | None] = {}
-    for el in root.iter(etree.Element):
+    for event, el in etree.iterwalk(root, events=("start", "end"), tag=etree.Element):
+        if event == "end":
+            if bases and bases[-1][0] is el:
+                bases.pop()
+            continue
         tag = el.tag
-        if not has_base and el.get(_XML_BASE) is not None:
-            has_base, directory = True, None
+        own_base = el.get(_XML_BASE)
+        if own_base is not None:   # it covers the element's own attributes too
+            outer = bases[-1][1] if bases else url
+            bases.append((el, resolver_of(outer).resolve(own_base) or outer))
         kind = element_kinds.get(tag, _UNSEEN)
         if kind is _UNSEEN:
             kind = element_kinds[tag] = _element_kind(tag)

@@ -12,10 +12,14 @@ well-formed XML has no links.
 
 from __future__ import annotations
 
+import sys
+
 from lxml import etree
 
 from xyro.content.parse_guard import PARSES
+from xyro.loader.crowding import crowded
 from xyro.loader.links import XmlLink, extract_xml_links
+from xyro.loader.settings import LoaderSettings
 
 
 class _NoExternals(etree.Resolver):
@@ -36,14 +40,25 @@ def _parser() -> etree.XMLParser:
     return parser
 
 
-def outside_links(body: bytes, url: str, max_url_length: int = 2048) -> tuple[XmlLink, ...]:
+def outside_links(body: bytes, url: str, max_url_length: int = 2048,
+                  settings: LoaderSettings | None = None) -> tuple[XmlLink, ...]:
     """The canonical links of the XML document ``body`` at ``url``; () when it does not
-    parse. Nothing external is loaded, so the shared parse guard suffices."""
+    parse, or is larger or more crowded than the loader would take (``max_document_bytes``,
+    ``max_attributes_per_element``: reading the attributes of an element costs their square,
+    :mod:`xyro.loader.crowding`, and these pages come from any host). Nothing external is
+    loaded, so the shared parse guard suffices. ``settings``: the loader's (its defaults
+    when None)."""
+    settings = settings or LoaderSettings()
+    if len(body) > settings.max_document_bytes:
+        return ()
     try:
         with PARSES.shared():
             root = etree.fromstring(body, _parser(), base_url=url)
     except (etree.XMLSyntaxError, ValueError, MemoryError, RecursionError):
         return ()
     if root is None:
+        return ()
+    # Namespaces in scope cost the canonical form only, which is not computed here.
+    if crowded(root, settings.max_attributes_per_element, sys.maxsize) is not None:
         return ()
     return extract_xml_links(root.getroottree(), url, max_url_length)

@@ -11,7 +11,9 @@ of the frontier passes (DESIGN.md §2).
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import json
 import re
 import threading
 from collections.abc import Iterable
@@ -378,6 +380,16 @@ class Scope:
             self._seeds = self._seeds.union(filter(None, map(canonicalize, seeds)))
             if self.derived:
                 self._found_hosts = self._found_hosts.union(hosts)
+
+    def fingerprint(self) -> str:
+        """A digest of what decides whether a URL is in scope, depth aside: the domains, the
+        patterns and, for a scope derived from the seeds, the seeds' hosts. Equal digests,
+        equal verdicts; a stored one tells a later run that the scope changed."""
+        with self._lock:
+            parts = [self.derived, sorted(self._allowed._domains), sorted(self._found_hosts),
+                     sorted(self._denied._domains), [p.pattern for p in self._allow],
+                     [p.pattern for p in self._deny]]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
     def is_seed(self, url: str) -> bool:
         """``url`` (canonical) is one of the seeds."""

@@ -18,7 +18,7 @@ from xyro.app import App, CrawlParts, build_crawler
 from xyro.crawl.activity import refused_private
 from xyro.crawl.admission import Source
 from xyro.crawl.crawler import Crawler, CrawlSummary
-from xyro.crawl.frontier import URGENT, Frontier
+from xyro.crawl.frontier import DISCOVERY, URGENT, Frontier
 from xyro.errors import AccessError, UsageError
 from xyro.net.urls import canonicalize
 from xyro.service.crawl_lock import CrawlLock
@@ -176,6 +176,7 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
                      "queued URLs", len(rows))
         restored = crawler.frontier.restore(rows, crawl_queries.known_urls(conn), links_only,
                                             stop, _restore_progress(len(rows)))
+        readmitted = _readmit_outside(crawl_queries.outside_pages(conn), crawler.frontier)
     finally:
         conn.close()
     if restored.held:
@@ -186,7 +187,21 @@ def restore_frontier(store: MetadataStore, crawler: Any, allow_private: bool = T
                     sum(restored.held.values()), kinds)
     if not allow_private:
         _warn_private([row[0] for row in rows])
-    return restored.queued
+    return restored.queued + readmitted
+
+
+def _readmit_outside(pages: Iterable[tuple[str, int]], frontier: Frontier) -> int:
+    """Queue the pages fetched for their links alone (type ``outside``: out of scope when
+    the global PageRank estimate chose them) that the scope admits now, as pages: else a
+    scope grown or lifted since would never store their documents nor follow their links."""
+    scope = frontier.admission.scope
+    admitted = [(url, depth) for url, depth in pages if scope.check(url, depth) is None]
+    if not admitted:
+        return 0
+    queued = len(frontier.submit(Source.REFRESH, admitted, DISCOVERY).queued)
+    log.info("%d page(s) fetched earlier for their links alone (type outside) are in scope "
+             "now: %d queued to be fetched as pages", len(admitted), queued)
+    return queued
 
 
 def _restore_progress(queued: int) -> Callable[[str, int], None]:
