@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import NamedTuple
 
 from metadata.schema import FETCHED
 from metadata.urlkeys import url_hash
 
 # A URL with versions was fetched (an XmlVersion op marks it so), hence in the hash index.
 _LATEST = f"""
-SELECT v.c14n_signature, v.md5, v.storage_key, u.last_access FROM xml_versions v
+SELECT v.c14n_signature, v.md5, v.storage_key, u.last_access, v.dtd_url, v.valid
+FROM xml_versions v
 JOIN urls u ON u.id = v.url_id
 WHERE u.hash = ? AND u.url = ? AND u.{FETCHED} ORDER BY v.fetched_at DESC, v.id DESC LIMIT 1
 """
@@ -29,12 +31,22 @@ RETURNING storage_key
 """
 
 
-def latest_version(conn: sqlite3.Connection, url: str
-                   ) -> tuple[bytes | None, bytes, str, float | None] | None:
-    """(c14n signature, md5, storage key, the URL's last access) of the newest stored
-    version of ``url``."""
+class LatestVersion(NamedTuple):
+    """What the loader compares a new fetch with: the newest stored version of a URL."""
+
+    c14n_signature: bytes | None   # None: a DTD or entity, kept by its bytes
+    md5: bytes
+    storage_key: str
+    last_access: float | None      # the URL's, not the version's
+    dtd_url: str | None
+    valid: bool | None
+
+
+def latest_version(conn: sqlite3.Connection, url: str) -> LatestVersion | None:
+    """The newest stored version of ``url``, or None."""
     row = conn.execute(_LATEST, (url_hash(url), url)).fetchone()
-    return None if row is None else (row[0], row[1], row[2], row[3])
+    return None if row is None else LatestVersion(
+        row[0], row[1], row[2], row[3], row[4], None if row[5] is None else bool(row[5]))
 
 
 def prune_versions(conn: sqlite3.Connection, keep: int) -> set[str]:

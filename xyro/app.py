@@ -456,5 +456,5 @@ class _ThreadReaders:
     def validators(self, url: str) -> Validators:
         return crawl_queries.prior_fetch(self._conn(), url)
 
-    def latest_version(self, url: str) -> tuple[bytes | None, bytes, str, float | None] | None:
+    def latest_version(self, url: str) -> versions.LatestVersion | None:
         return versions.latest_version(self._conn(), url)

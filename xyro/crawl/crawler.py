@@ -330,9 +330,10 @@ class Crawler:
             # Unconditional: a 304 would leave the loader without the bytes it needs.
             result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
                                             stop=self._stop)
-            ok = result.error_kind is None and result.status is not None and result.status < 300
             outcome = analyse(result, None, self.settings.follow_nofollow,
                               self.settings.max_url_length)
+            ok = result.error_kind is None and result.status is not None and \
+                result.status < 300 and outcome.page_type != PageType.HTML   # not an entity
             if ok and outcome.page_type == PageType.XML:  # an XML document used as an entity
                 return self._loaded(item, result, outcome, NEVER_FETCHED, None)
             return Done(item, result, outcome,

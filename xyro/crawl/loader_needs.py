@@ -63,8 +63,12 @@ class LoaderNeeds:
             self.frontier.submit(Source.LOADER, [item.url], LOADER, depth=item.depth)
             return outcome
         ok = result.error_kind is None and result.status is not None and 200 <= result.status < 300
-        arrival = self.loader.arrived(item.url, result, ok,
-                                      result.error_detail or outcome.error_detail)
+        detail = result.error_detail or outcome.error_detail
+        if ok and outcome.page_type == PageType.HTML:   # a "not found" page answered with 200
+            ok, detail = False, (f"HTTP {result.status} with an HTML page "
+                                 f"({result.content_type or 'no Content-Type'}), not a DTD "
+                                 f"or entity")
+        arrival = self.loader.arrived(item.url, result, ok, detail)
         if arrival.follow is not None:
             arrival = self._follow(item, result, arrival.follow)
         self._arrival(arrival)

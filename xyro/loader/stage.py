@@ -15,10 +15,12 @@ loaded again or must fail, :meth:`expire` fails documents waiting longer than
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from metadata import PageType, XmlVersion
+from metadata.versions import LatestVersion
 from xyro.content.page import Child, PageOutcome
 from xyro.content.signature import md5_signature
 from xyro.loader.cache import EntityCache
@@ -29,9 +31,12 @@ from xyro.loader.settings import LoaderSettings
 from xyro.loader.warehouse import Warehouse, WarehouseError
 from xyro.records import FetchResult
 
-#: (c14n signature, md5, storage key, the URL's last access) of a URL's newest stored
-#: version, or None.
-LatestVersion = Callable[[str], "tuple[bytes | None, bytes, str, float | None] | None"]
+#: A URL's newest stored version, or None.
+LatestOf = Callable[[str], "LatestVersion | None"]
+#: Versions this stage made lately, remembered by URL: the writer commits in batches, so
+#: for a moment the store does not show them yet (a document fetched twice in that time,
+#: as a page and as an entity, would be stored twice).
+RECENT_VERSIONS = 4096
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
@@ -58,7 +63,7 @@ class LoaderStage:
     """Cache + pending documents + warehouse, for the crawl engine."""
 
     def __init__(self, settings: LoaderSettings, warehouse: Warehouse,
-                 latest_version: LatestVersion, cache: EntityCache | None = None,
+                 latest_version: LatestOf, cache: EntityCache | None = None,
                  catalogs: Catalogs | None = None,
                  now: Callable[[], float] | None = None) -> None:
         self.settings = settings
@@ -71,7 +76,8 @@ class LoaderStage:
         # Where the DTDs and entities of loaded documents came from (xyro status).
         self._sources = {"catalog": 0, "cache": 0, "web": 0}
         self.pending = PendingDocuments(settings.max_pending_bytes)
-        self._latest = latest_version
+        self._stored_latest = latest_version
+        self._recent: OrderedDict[str, LatestVersion] = OrderedDict()   # RECENT_VERSIONS
         self._aliases: dict[str, set[str]] = {}  # redirect target → needs it stands for
         self._wanted: set[str] = set()
         self._lock = threading.Lock()
@@ -105,15 +111,34 @@ class LoaderStage:
 
     def _version(self, url: str, result: FetchResult, res: LoadResult,
                  md5: bytes) -> XmlVersion | None:
-        """A new warehouse version, unless the canonical form equals the newest one."""
+        """A new warehouse version, unless the newest one has the same canonical form, the
+        same DTD and the same validity (the DOCTYPE is outside the canonical form)."""
         latest = self._latest(url)
-        if latest is not None and latest[0] == res.signature:
+        if latest is not None and (latest.c14n_signature, latest.dtd_url, latest.valid) \
+                == (res.signature, res.dtd_url, res.valid):
             return None
         key = self.warehouse.put(result.body)
-        return XmlVersion(url=url, md5=md5, c14n_signature=res.signature,
-                          fetched_at=result.started_at, size=len(result.body), storage_key=key,
-                          valid=res.valid, validation_error=res.validation_error,
-                          dtd_url=res.dtd_url, schema_url=res.schema_url)
+        return self._made(XmlVersion(
+            url=url, md5=md5, c14n_signature=res.signature, fetched_at=result.started_at,
+            size=len(result.body), storage_key=key, valid=res.valid,
+            validation_error=res.validation_error, dtd_url=res.dtd_url,
+            schema_url=res.schema_url))
+
+    def _latest(self, url: str) -> LatestVersion | None:
+        with self._lock:
+            recent = self._recent.get(url)
+        return recent if recent is not None else self._stored_latest(url)
+
+    def _made(self, version: XmlVersion) -> XmlVersion:
+        """Remember ``version`` as ``url``'s newest until the store shows it."""
+        latest = LatestVersion(version.c14n_signature, version.md5, version.storage_key,
+                               version.fetched_at, version.dtd_url, version.valid)
+        with self._lock:
+            self._recent[version.url] = latest
+            self._recent.move_to_end(version.url)
+            if len(self._recent) > RECENT_VERSIONS:
+                self._recent.popitem(last=False)
+        return version
 
     def store_entity(self, url: str, result: FetchResult) -> XmlVersion | None:
         """Keep a fetched DTD/entity in the warehouse (a version row without c14n), so the
@@ -123,18 +148,19 @@ class LoaderStage:
             return None
         md5 = md5_signature(body)
         latest = self._latest(url)
-        if latest is not None and latest[1] == md5:
+        if latest is not None and latest.md5 == md5:
             return None
-        return XmlVersion(url=url, md5=md5, c14n_signature=None, fetched_at=result.started_at,
-                          size=len(body), storage_key=self.warehouse.put(body), valid=None)
+        return self._made(XmlVersion(url=url, md5=md5, c14n_signature=None,
+                                     fetched_at=result.started_at, size=len(body),
+                                     storage_key=self.warehouse.put(body), valid=None))
 
     def _stored_entity(self, url: str) -> tuple[bytes, float] | None:
         """The copy of a DTD/entity an earlier run stored, and when it was last fetched."""
         latest = self._latest(url)
-        if latest is None or latest[0] is not None:  # none, or an XML document version
+        if latest is None or latest.c14n_signature is not None:  # none, or an XML document
             return None
         try:
-            return self.warehouse.get(latest[2]), latest[3] or 0.0
+            return self.warehouse.get(latest.storage_key), latest.last_access or 0.0
         except WarehouseError:
             return None
 
