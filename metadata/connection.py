@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from metadata.errors import (ELSEWHERE, MetadataError, StoreAccessError, StoreFullError,
-                             access_message, owner_of, user_name)
+                             StoreUnusableError, access_message, owner_of, user_name)
 
 BUSY_TIMEOUT_S = 30.0
 #: What a writing connection leaves of its WAL file after a checkpoint. A reader kept open
@@ -82,7 +82,7 @@ def read_problem(path: Path) -> str | None:
 
 
 def _corrupt(path: Path, exc: sqlite3.Error) -> MetadataError:
-    return MetadataError(
+    return StoreUnusableError(
         f"{path} is not a usable metadata database ({exc}); restore it from a backup or "
         "move it aside and run `xyro init` to start a new one")
 
@@ -155,7 +155,7 @@ def connect(path: Path, *, cache_mb: int = 64, busy_timeout_s: float = BUSY_TIME
     try:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":
-            raise MetadataError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the "
+            raise StoreUnusableError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the "
                                 "store on a local file system")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA journal_size_limit = {int(journal_size_limit)}")

@@ -29,6 +29,15 @@ class StoreAccessError(MetadataError):
     exit_code = 2
 
 
+class StoreUnusableError(MetadataError):
+    """The file is not a store this Xyro can use: corrupt, another program's database, a
+    newer version's schema, a folder that does not exist, a file system without WAL. A
+    restart meets the same file: exit 2, like a bad configuration (DESIGN.md §7), so that
+    systemd's ``RestartPreventExitStatus=2`` does not restart into it every few seconds."""
+
+    exit_code = 2
+
+
 class StoreFullError(MetadataError):
     """The disk of the store is full. The operator frees space and starts again: exit 2,
     so that systemd's ``RestartPreventExitStatus=2`` does not restart into the same wall."""

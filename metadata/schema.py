@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from metadata.errors import MetadataError
+from metadata.errors import StoreUnusableError
 from metadata.refresh_queries import ERROR_TRIES, LASTING_ERRORS
 from metadata.views import VIEWS
 
@@ -367,7 +367,7 @@ def file_version(conn: sqlite3.Connection, path: str) -> int:
         return int(version)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if tables:
-        raise MetadataError(
+        raise StoreUnusableError(
             f"{path} is an SQLite database but not a Xyro metadata store (tables: "
             f"{', '.join(sorted(tables)[:5])}); point storage at another file")
     return 0
@@ -381,7 +381,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
     """
     found = file_version(conn, path)
     if found > CURRENT_VERSION:
-        raise MetadataError(
+        raise StoreUnusableError(
             f"{path} has metadata schema version {found}, newer than this Xyro supports "
             f"({CURRENT_VERSION}); upgrade Xyro or use a backup made by this version")
     for version in range(found + 1, CURRENT_VERSION + 1):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from metadata.connection import (BUSY_TIMEOUT_S, connect, connect_read_only, open_error,
                                  search_problem, write_problem)
-from metadata.errors import MetadataError, StoreAccessError
+from metadata.errors import MetadataError, StoreAccessError, StoreUnusableError
 from metadata.graph import LinkStream, export_graph, graph_counts, stream_graph
 from metadata.idmap import IdMap
 from metadata.records import FrontierRow, Graph, UnitSpent
@@ -91,7 +91,7 @@ class MetadataStore:
         path = Path(path)
         if not os.path.isdir(path.parent):
             problem = search_problem(path)  # a folder on the way this user may not enter
-            raise (StoreAccessError(problem) if problem else MetadataError(
+            raise (StoreAccessError(problem) if problem else StoreUnusableError(
                 f"directory {path.parent} for metadata store {path.name} does not exist; "
                 "create it or fix the storage path"))
         if read_only:
@@ -112,8 +112,8 @@ class MetadataStore:
     def _open_read_only(cls, path: Path, hash_fn: HashFn, cache_mb: int,
                         warn: bool = True) -> MetadataStore:
         if not os.path.exists(path):
-            raise MetadataError(f"no metadata database at {path}: run `xyro init` first, or "
-                                "point storage.database at an existing one")
+            raise StoreUnusableError(f"no metadata database at {path}: run `xyro init` "
+                                     "first, or point storage.database at an existing one")
         conn, warning = connect_read_only(path, cache_mb=cache_mb)
         try:
             version = file_version(conn, str(path))
@@ -122,7 +122,7 @@ class MetadataStore:
         finally:
             conn.close()
         if version > CURRENT_VERSION:
-            raise MetadataError(
+            raise StoreUnusableError(
                 f"{path} has metadata schema version {version}, newer than this Xyro "
                 f"supports ({CURRENT_VERSION}); upgrade Xyro or use a backup made by this "
                 "version")

@@ -455,7 +455,7 @@ def test_corrupt_database_keeps_the_restore_advice(world: Path) -> None:
     db.chmod(0o644)
     for command in ("status", "documents"):
         result = nobody(world, *storage(db, var / "warehouse"), command)
-        line = one_line(result, 1, db, "not a usable metadata database")
+        line = one_line(result, 2, db, "not a usable metadata database")
         assert "restore it from a backup" in line
 
 

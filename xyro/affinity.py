@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from xyro.errors import XyroError
+from xyro.config_load import ConfigError
 
 
 def pin_process(cpus: Iterable[int]) -> None:
@@ -21,19 +21,20 @@ def pin_process(cpus: Iterable[int]) -> None:
     wanted = set(cpus)
     available = os.sched_getaffinity(0)
     if not wanted or not wanted <= available:
-        raise XyroError(f"crawler.cpus={sorted(wanted)} names CPUs this process may not use "
-                        f"(allowed: {sorted(available)}); pick some of those or remove the key")
+        raise ConfigError(f"{sorted(wanted)} names CPUs this process may not use (allowed: "
+                          f"{sorted(available)}); pick some of those or remove the key",
+                          key="crawler.cpus")
     for tid in _thread_ids():
         try:
             os.sched_setaffinity(tid, wanted)
         except ProcessLookupError:  # the thread ended meanwhile
             continue
         except PermissionError:
-            raise XyroError(f"crawler.cpus={sorted(wanted)}: the system refused to pin the "
-                            "process to those CPUs (sched_setaffinity: operation not "
-                            "permitted, e.g. a seccomp filter such as systemd's "
-                            "SystemCallFilter=~@resources); allow sched_setaffinity or "
-                            "remove the key") from None
+            raise ConfigError(f"{sorted(wanted)}: the system refused to pin the process to "
+                              "those CPUs (sched_setaffinity: operation not permitted, e.g. "
+                              "a seccomp filter such as systemd's "
+                              "SystemCallFilter=~@resources); allow sched_setaffinity or "
+                              "remove the key", key="crawler.cpus") from None
 
 
 def _thread_ids() -> list[int]:

@@ -91,7 +91,7 @@ class App:
             problem = search_problem(path)
             if problem is not None:
                 raise StoreAccessError(problem)
-            raise XyroError(f"no database at {path}: {self.missing_hint}")
+            raise UsageError(f"no database at {path}: {self.missing_hint}")
         if read_only:
             return MetadataStore.open(path, read_only=True)
         try:

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from xyro.affinity import pin_process
-from xyro.errors import XyroError
+from xyro.config_load import ConfigError
 
 
 @pytest.fixture
@@ -46,8 +46,9 @@ def test_pins_running_and_later_threads(restore_affinity) -> None:
 
 def test_a_cpu_the_process_may_not_use_is_a_clear_error(restore_affinity) -> None:
     missing = max(os.sched_getaffinity(0)) + 1000
-    with pytest.raises(XyroError, match=r"crawler.cpus=\[\d+\] names CPUs"):
+    with pytest.raises(ConfigError, match=r"crawler.cpus: \[\d+\] names CPUs") as info:
         pin_process([missing])
+    assert info.value.exit_code == 2   # systemd must not restart into it
 
 
 SECCOMP = "libseccomp.so.2"

@@ -114,5 +114,5 @@ def test_each_demo_starts_a_fresh_demo_database(tmp_path: Path) -> None:
 
 def test_demo_status_before_any_demo_says_to_run_the_demo(tmp_path: Path) -> None:
     status = _xyro(tmp_path, "--demo", "status")
-    assert status.returncode == 1 and "Traceback" not in status.stderr
+    assert status.returncode == 2 and "Traceback" not in status.stderr
     assert "run `xyro demo` first" in status.stderr and "xyro init" not in status.stderr

@@ -300,7 +300,7 @@ def test_no_database_is_a_clear_error(tmp_path: Path) -> None:
     config.write_text(f"storage:\n  database: {tmp_path / 'none.db'}\n")
     for args in (("documents",), ("export", DOC_A)):
         result = run({"config": config}, *args)
-        assert result.exit_code == 1 and "run `xyro init` first" in result.stderr
+        assert result.exit_code == 2 and "run `xyro init` first" in result.stderr
 
 
 def test_help_texts() -> None:

@@ -190,10 +190,10 @@ def test_missing_or_foreign_database(tmp_path: Path) -> None:
     config = tmp_path / "xyro.yaml"
     config.write_text(f"storage:\n  database: {tmp_path / 'none.db'}\n")
     result = run({"config": config}, "views", "v_hosts")
-    assert result.exit_code == 1 and "run `xyro init` first" in result.stderr
+    assert result.exit_code == 2 and "run `xyro init` first" in result.stderr
     (tmp_path / "none.db").write_text("not a database, just text " * 100)
     result = run({"config": config}, "views")
-    assert result.exit_code == 1 and "is not a usable metadata database" in result.stderr
+    assert result.exit_code == 2 and "is not a usable metadata database" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -204,7 +204,7 @@ def test_a_newer_or_foreign_sqlite_file_is_refused_as_the_other_commands_do(
         conn.execute("PRAGMA user_version = 99")
     conn.close()
     result = run(site, "views", "v_hosts")
-    assert result.exit_code == 1 and "newer than this Xyro supports" in result.stderr
+    assert result.exit_code == 2 and "newer than this Xyro supports" in result.stderr
     foreign = tmp_path / "shop.db"
     conn = sqlite3.connect(foreign)
     with conn:
@@ -213,7 +213,7 @@ def test_a_newer_or_foreign_sqlite_file_is_refused_as_the_other_commands_do(
     config = tmp_path / "foreign.yaml"
     config.write_text(f"storage:\n  database: {foreign}\n")
     result = run({"config": config}, "views")
-    assert result.exit_code != 0 and "run `xyro init` to create them" not in result.stderr
+    assert result.exit_code == 2 and "run `xyro init` to create them" not in result.stderr
     assert "Xyro" in result.stderr and "Traceback" not in result.stderr
 
 

@@ -93,4 +93,4 @@ def test_plan_errors_are_one_line(xyro, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "not an http(s) URL" in bad.output
     missing = CliRunner().invoke(cli, ["--set", f"storage.database={tmp_path / 'no.db'}",
                                        "plan"])
-    assert missing.exit_code == 1 and "xyro init" in missing.output
+    assert missing.exit_code == 2 and "xyro init" in missing.output

@@ -46,8 +46,8 @@ def open_read_only(path: Path) -> sqlite_utils.Database:
     with a warning logged here) and names the path in any refusal.
     """
     if not path.is_file():
-        raise XyroError(f"no database at {path}: run `xyro init` first (or point "
-                        "storage.database at an existing one)")
+        raise UsageError(f"no database at {path}: run `xyro init` first (or point "
+                         "storage.database at an existing one)")
     # The store's own checks first: a Xyro database of this schema version, not another
     # SQLite file nor one from a newer Xyro (whose views may mean something else).
     MetadataStore.open(path, read_only=True).close()

@@ -32,7 +32,7 @@ from xyro import __version__
 from xyro.config import MetricsConfig
 from xyro.crawl.frontier import LEVELS
 from xyro.crawl.stats import FETCH_SECONDS_BUCKETS, StatsView
-from xyro.errors import XyroError
+from xyro.config_load import ConfigError
 
 if TYPE_CHECKING:  # the planner pulls in NumPy and the refresh package; `xyro crawl` needs neither
     from xyro.crawl.crawler import Crawler
@@ -303,8 +303,9 @@ class MetricsEndpoint:
             advice = ("another process listens there: stop it or choose another port"
                       if exc.errno == errno.EADDRINUSE else
                       "under systemd, SocketBindAllow= in the unit must allow its port")
-            raise XyroError(f"cannot serve metrics on {self._config.listen} (metrics.listen): "
-                            f"{exc.strerror or exc}; {advice}") from None
+            # A restart meets the same port: exit 2 (systemd's RestartPreventExitStatus).
+            raise ConfigError(f"cannot serve metrics on {self._config.listen}: "
+                              f"{exc.strerror or exc}; {advice}", key="metrics.listen") from None
         self._thread.name = "xyro-metrics"
         log.info("metrics on %s", self.url)
         return self
