@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
@@ -119,3 +122,26 @@ def test_under_journald_every_line_of_a_traceback_carries_its_priority() -> None
     assert job[0] == "<3>xyro.test: a job failed" and "ZeroDivisionError" in job[-1]
     assert crash[0] == ("<2>xyro: uncaught RuntimeError: a bug nothing caught; this is a bug, "
                         "please report it") and "RuntimeError" in crash[-1]
+
+
+@pytest.mark.parametrize("form", ["journald", "json"])
+def test_why_the_daemon_stops_is_a_record_in_the_log_form(tmp_path: Path, form: str) -> None:
+    # Under journald a bare line is stored at info, out of `journalctl -p err`; in a JSON
+    # log it breaks the shipper's parse. The refusal is one ERROR record of the log instead.
+    db = tmp_path / "x.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 99")   # a newer Xyro's database, after a downgrade
+    conn.close()
+    config = _config(tmp_path / "x.yaml", db, [], False)
+    env = {**ENV, "JOURNAL_STREAM": "8:1"} if form == "journald" else ENV
+    sets = ["-s", "log.format=json"] if form == "json" else []
+    done = subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), *sets, "run"],
+                          env=env, capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parents[2])
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    if form == "journald":
+        assert last.startswith("<3>xyro: error: ") and "newer than this Xyro" in last, last
+    else:
+        record = json.loads(last)
+        assert record["level"] == "error" and "newer than this Xyro" in record["msg"], last

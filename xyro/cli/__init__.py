@@ -31,6 +31,7 @@ from xyro.config_load import ConfigError, load_config
 from xyro.crawl.frontier import URGENT
 from xyro.errors import UsageError, XyroError, permission_message
 from xyro.service import numba_cache
+from xyro.service.logs import log_fatal
 
 log = logging.getLogger("xyro.cli")
 
@@ -67,7 +68,8 @@ class XyroGroup(click.Group):
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(message, err=True)
+    if not log_fatal(message):   # a daemon logging JSON or to journald: in the log's form
+        click.echo(message, err=True)
     sys.exit(code)
 
 

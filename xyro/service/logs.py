@@ -63,6 +63,18 @@ def setup_logging(level: str = "info", fmt: str = "text") -> None:
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 
+def log_fatal(message: str) -> bool:
+    """Log ``message``, why the command ends, as one ERROR record when the log's form is
+    read by a machine (JSON, or journald's priority prefix): a bare line there would be
+    unparseable, or stored at info where ``journalctl -p err`` cannot see it. False when
+    the log is plain text (or not set up): the caller prints the line itself."""
+    read_by_machine = (_JsonFormatter, _JournalFormatter)
+    if not any(isinstance(h.formatter, read_by_machine) for h in logging.getLogger().handlers):
+        return False
+    logging.getLogger("xyro").error("%s", message)
+    return True
+
+
 def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: object) -> None:
     """An exception nothing caught (a bug): one CRITICAL record, in the log's own form (with
     its priority under journald), instead of Python's bare traceback."""
