@@ -29,6 +29,14 @@ from xyro.media_types import DEFAULT_ACCEPT_CONTENT_TYPES, DEFAULT_SKIP_SUFFIXES
 #: The longest duration a key takes (ten years): a timer or a deadline past it overflows
 #: the scheduler's and the clock's arithmetic, and no crawl needs more.
 MAX_SECONDS = 315_360_000
+#: The largest size in bytes a key takes (1 TiB), and the largest count (of pages, entries):
+#: every integer key has a bound, so no value passes validation to overflow a C integer
+#: (a deque's length, an SQLite parameter) later, with a traceback.
+MAX_BYTES = 2**40
+MAX_COUNT = 10**12
+#: The longest refresh interval in time units (a unit of one second: 11 days; of a day:
+#: 2,700 years).
+MAX_UNITS = 1_000_000
 
 # --- value types -------------------------------------------------------------------------
 
@@ -192,7 +200,7 @@ class ScopeConfig(_Section):
     denied_domains: Domains = ()
     allow_patterns: Regexes = ()
     deny_patterns: Regexes = ()
-    max_depth: int = Field(16, ge=0)
+    max_depth: int = Field(16, ge=0, le=10_000)
     allow_private_addresses: bool = False
 
 
@@ -210,10 +218,10 @@ class LimitsConfig(_Section):
     deadline_s: float = Field(60.0, gt=0, le=MAX_SECONDS)
     dns_timeout_s: float = Field(5.0, gt=0, le=MAX_SECONDS)
     dns_cache_ttl_s: float = Field(3600.0, ge=0, le=MAX_SECONDS)
-    max_body_bytes: int = Field(10 * 2**20, ge=1)
-    max_decoded_bytes: int = Field(50 * 2**20, ge=1)
+    max_body_bytes: int = Field(10 * 2**20, ge=1, le=MAX_BYTES)
+    max_decoded_bytes: int = Field(50 * 2**20, ge=1, le=MAX_BYTES)
     max_redirects: int = Field(5, ge=0, le=20)
-    max_url_length: int = Field(2048, ge=16)
+    max_url_length: int = Field(2048, ge=16, le=2**20)
 
     @model_validator(mode="after")
     def _ordered(self) -> LimitsConfig:
@@ -224,9 +232,9 @@ class LimitsConfig(_Section):
 
 
 class TrapsConfig(_Section):
-    max_pages_per_host_per_unit: int = Field(100_000, ge=1)
-    max_repeated_segments: int = Field(3, ge=1)
-    max_query_params: int = Field(12, ge=0)
+    max_pages_per_host_per_unit: int = Field(100_000, ge=1, le=MAX_COUNT)
+    max_repeated_segments: int = Field(3, ge=1, le=1000)
+    max_query_params: int = Field(12, ge=0, le=10_000)
 
 
 class CrawlerConfig(_Section):
@@ -234,7 +242,7 @@ class CrawlerConfig(_Section):
     contact_url: HttpUrl = "https://example.invalid/xyro-crawler"
     workers: int = Field(64, ge=1, le=4096)
     follow_nofollow: bool = False
-    dead_after_404s: int = Field(3, ge=1)
+    dead_after_404s: int = Field(3, ge=1, le=1000)
     expected_urls: int = Field(10_000_000, ge=1, le=10**12)
     seen_set_false_positive_rate: float = Field(0.001, gt=0, lt=1)
     cpus: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
@@ -250,8 +258,8 @@ class RefreshConfig(_Section):
     time_unit_s: float = Field(86400.0, ge=1, le=MAX_SECONDS)
     bandwidth_pages_per_unit: int = Field(100_000, ge=1, le=10**12)  # SQLite's integers
     discovery_share: float = Field(0.2, ge=0, le=1)
-    min_interval_units: int = Field(1, ge=1)
-    max_interval_units: int = Field(90, ge=1)
+    min_interval_units: int = Field(1, ge=1, le=MAX_UNITS)
+    max_interval_units: int = Field(90, ge=1, le=MAX_UNITS)
     importance_floor: float = Field(0.0, ge=0)
     importance_source: Literal["rank", "importance", "uniform"] = "rank"
     policy: Literal["planner", "uniform", "change_proportional"] = "planner"
@@ -267,8 +275,8 @@ class PublicationConfig(_Section):
     (:class:`xyro.publication.trust.PublishedDateTrust`, DESIGN.md §6)."""
 
     refresh_s: float = Field(86400.0, gt=0, le=MAX_SECONDS)
-    trust_window: int = Field(50, ge=1)
-    trust_min_observations: int = Field(5, ge=1)
+    trust_window: int = Field(50, ge=1, le=1_000_000)
+    trust_min_observations: int = Field(5, ge=1, le=1_000_000)
     trust_max_disagreement: float = Field(0.2, ge=0, lt=1)
     trust_tolerance_s: float = Field(2.0, ge=0, le=MAX_SECONDS)
 
@@ -313,11 +321,11 @@ class RankingConfig(_Section):
     global_estimate: GlobalEstimateConfig = GlobalEstimateConfig()
     damping: float = Field(0.85, gt=0, lt=1)
     tolerance: float = Field(1e-8, gt=0, lt=1)
-    max_iter: int = Field(1000, ge=1)
+    max_iter: int = Field(1000, ge=1, le=1_000_000)
     dangling: Literal["paper", "teleport"] = "paper"
     interest_teleport: Literal["uniform_xml", "xml_importance"] = "uniform_xml"
     schedule_s: float = Field(86400.0, gt=0, le=MAX_SECONDS)
-    memory_budget_mb: int = Field(1024, ge=1)
+    memory_budget_mb: int = Field(1024, ge=1, le=MAX_BYTES // 2**20)
     cluster: ClusterAddress = None
     cluster_dir: FilePath | None = None
     cluster_timeout_s: float = Field(10.0, gt=0, le=MAX_SECONDS)
@@ -335,17 +343,17 @@ class RankingConfig(_Section):
 
 class LoaderConfig(_Section):
     # Defaults: those of xyro.loader.settings.LoaderSettings, measured in config/xyro.yaml.
-    max_document_bytes: int = Field(8 * 2**20, ge=1)
+    max_document_bytes: int = Field(8 * 2**20, ge=1, le=MAX_BYTES)
     dtd_timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS)
-    versions_per_url: int = Field(10, ge=1)
+    versions_per_url: int = Field(10, ge=1, le=1_000_000)
     dtd_validation: bool = True
-    max_entity_bytes: int = Field(2 * 2**20, ge=1)
-    max_cached_entities: int = Field(1000, ge=1)
-    max_entity_urls: int = Field(128, ge=1)
-    max_pending_bytes: int = Field(256 * 2**20, ge=0)
+    max_entity_bytes: int = Field(2 * 2**20, ge=1, le=MAX_BYTES)
+    max_cached_entities: int = Field(1000, ge=1, le=MAX_COUNT)
+    max_entity_urls: int = Field(128, ge=1, le=1_000_000)
+    max_pending_bytes: int = Field(256 * 2**20, ge=0, le=MAX_BYTES)
     max_expansion_factor: float = Field(10.0, ge=1.0)
-    max_attributes_per_element: int = Field(512, ge=1)
-    max_namespaces_in_scope: int = Field(128, ge=1)
+    max_attributes_per_element: int = Field(512, ge=1, le=1_000_000)
+    max_namespaces_in_scope: int = Field(128, ge=1, le=1_000_000)
     # None: the system catalog (/etc/xml/catalog) when it exists; [] turns catalogs off.
     catalogs: FilePaths | None = None
 

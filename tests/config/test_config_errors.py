@@ -345,3 +345,31 @@ def test_cluster_address_accepted(address: str) -> None:
 def test_cluster_unset_or_empty_is_one_host() -> None:
     assert load_config(None, {}, []).ranking.cluster is None
     assert load_config(None, {}, ["ranking.cluster="]).ranking.cluster is None
+
+
+def _int_keys(model: type, prefix: str = "") -> list[str]:
+    """Dotted names of every integer key of the configuration model."""
+    from pydantic import BaseModel
+
+    keys = []
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            keys += _int_keys(kind, f"{prefix}{name}.")
+        elif kind is int or str(kind) in ("int | None", "typing.Optional[int]"):
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def test_every_integer_key_has_an_upper_bound() -> None:
+    # An unbounded key passed validation, then overflowed a C integer far from the config
+    # (a deque's maxlen, an SQLite parameter): a traceback at start, exit 1, systemd's
+    # restart loop. Every integer key refuses 2**63 as a config error instead.
+    from xyro.config import XyroConfig
+
+    keys = _int_keys(XyroConfig)
+    assert len(keys) >= 27 and "publication.trust_window" in keys
+    for key in keys:
+        with pytest.raises(ConfigError) as info:
+            load_config(None, {}, [f"{key}={2**63}"])
+        assert info.value.key == key and "must be ≤" in info.value.reason, key

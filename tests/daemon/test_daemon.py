@@ -159,6 +159,25 @@ def test_a_second_reload_offers_only_what_it_adds(tmp_path: Path,
     assert len(restarts) == 2 and all(line.endswith("apply: crawler") for line in restarts)
 
 
+def test_a_reload_names_the_log_intervals_for_a_restart(tmp_path: Path,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    """The log's level applies at once; its intervals are those of jobs built at the start:
+    a reload that changes them says so rather than seem to apply them."""
+    from xyro.app import App
+    from xyro.config_load import load_config
+    from xyro.service.daemon import Daemon
+
+    base = [f"storage.database={tmp_path / 'x.db'}"]
+    daemon = Daemon(App(load_config(None, {}, base)), Notifier(""))
+    daemon._add_seeds = lambda seeds: 0  # type: ignore[method-assign]
+    daemon._apply(load_config(None, {}, [*base, "log.level=debug",
+                                         "log.summary_interval_s=600"]))
+    err = capfd.readouterr().err.splitlines()
+    reloaded = [line for line in err if "reloaded:" in line]
+    assert len(reloaded) == 1 and reloaded[0].endswith(
+        "log level debug; restart to apply: log.summary_interval_s"), reloaded
+
+
 def test_a_stop_during_the_start_skips_the_first_plan(tmp_path: Path) -> None:
     """A SIGTERM while a large frontier is restored: the daemon exits without the full
     planner scan the start would otherwise run (systemd's stop timeout is counting)."""

@@ -388,6 +388,9 @@ class Daemon:
         self._applied = new
         changed = [k for k in type(new).model_fields if k not in ("seeds", "sitemaps", "log")
                    and getattr(new, k) != getattr(running, k)]
+        # The log's level and form apply now; its intervals are set in jobs built at start.
+        changed += [f"log.{k}" for k in type(new.log).model_fields if k not in ("level", "format")
+                    and getattr(new.log, k) != getattr(running.log, k)]
         log.info("reloaded: %d new seeds queued, log level %s%s", added, new.log.level,
                  f"; restart to apply: {', '.join(changed)}" if changed else "")
 
