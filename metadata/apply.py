@@ -199,7 +199,7 @@ class BatchApplier:
         self._links: dict[int, tuple[int, bytes]] = {}
         self._observations: list[tuple] = []
         self._errors: list[tuple] = []
-        self._hosts: dict[int, tuple[int, int, float]] = {}
+        self._hosts: dict[int, tuple[int, int, float | None]] = {}
         self._dirty: set[int] = set()
         self._first: set[int] = set()  # fetched for the first time in this batch
         self._refused: dict[int, tuple[float, str]] = {}  # url id → (at, reason), first kept
@@ -284,16 +284,17 @@ class BatchApplier:
         has_content = not kept and (rec.not_modified or rec.signature is not None)
         if has_content:
             self._content(s, rec, url_id, prev_access)
-        if s[_FIRST_ACCESS] is None:
-            s[_FIRST_ACCESS] = t
-            self._first.add(url_id)
-        s[_LAST_ACCESS] = t
-        s[_ACCESSES] += 1
-        s[_HTTP_STATUS] = rec.http_status
-        if rec.http_status in _DEAD_STATUSES:
-            s[_DEAD_COUNT] += 1
-        else:
-            s[_DEAD_COUNT] = 0
+        if rec.requested:   # else no request was made: no access to count
+            if s[_FIRST_ACCESS] is None:
+                s[_FIRST_ACCESS] = t
+                self._first.add(url_id)
+            s[_LAST_ACCESS] = t
+            s[_ACCESSES] += 1
+            s[_HTTP_STATUS] = rec.http_status
+            if rec.http_status in _DEAD_STATUSES:
+                s[_DEAD_COUNT] += 1
+            else:
+                s[_DEAD_COUNT] = 0
         self._failing.pop(url_id, None)
         if s[_DEAD_COUNT] >= self._dead_after:
             s[_TYPE] = _DEAD
@@ -348,12 +349,14 @@ class BatchApplier:
                 start, n, _ = kid_at
                 self._links[url_id] = (n, self._kid_blob[4 * start:4 * (start + n)])
         host_id = s[_HOST_ID]
-        fetches, errors, last = self._hosts.get(host_id, (0, 0, t))
+        fetches, errors, last = self._hosts.get(host_id, (0, 0, None))
         if rec.error_kind is not None:
             errors += 1
             self._errors.append((url_id, host_id, t, rec.error_kind, rec.http_status,
                                  rec.error_detail))
-        self._hosts[host_id] = (fetches + 1, errors, max(last, t))
+        if rec.requested:
+            fetches, last = fetches + 1, t if last is None else max(last, t)
+        self._hosts[host_id] = (fetches, errors, last)
         frontier = self._frontier
         frontier[url_id] = _DELETE
         if kid_at is None:
@@ -398,8 +401,11 @@ class BatchApplier:
             many("INSERT INTO errors (url_id, host_id, at, kind, http_status, detail) "
                  "VALUES (?, ?, ?, ?, ?, ?)", self._errors)
         if self._hosts:
+            # A host with no request in the batch (its URLs refused by robots.txt) keeps its
+            # last_fetch: max() with NULL is NULL, so coalesce() gives the old one back.
             many("UPDATE hosts SET fetches = fetches + ?, errors = errors + ?, "
-                 "last_fetch = max(coalesce(last_fetch, ?), ?) WHERE id = ?",
+                 "last_fetch = coalesce(max(coalesce(last_fetch, ?), ?), last_fetch) "
+                 "WHERE id = ?",
                  [(f, e, t, t, h) for h, (f, e, t) in self._hosts.items()])
         self._write_frontier()
         if self._refused or self._unrefuse:

@@ -76,7 +76,10 @@ class FetchRecord:
     they were: it stays in the refresh plan with a back-off
     (:func:`metadata.refresh_queries.failed_refetches`). ``depth`` is the page's link depth
     (the frontier's item), the depth of its row when the same batch creates it (its parent's
-    record, fetched in that batch too, made it known).
+    record, fetched in that batch too, made it known). ``requested`` False: the URL was never
+    asked of its server (robots.txt forbids it, or its robots.txt could not be reached): the
+    record is its outcome and error alone, not an access (its access counts and times, and
+    its host's fetch count and last fetch, stay as they were).
     """
 
     url: str
@@ -95,6 +98,7 @@ class FetchRecord:
     size: int | None = None
     refused: tuple[tuple[str, str], ...] = ()
     depth: int = 0
+    requested: bool = True
 
     def __post_init__(self) -> None:
         # Every check has a fast path that formats nothing when it passes: this runs on the

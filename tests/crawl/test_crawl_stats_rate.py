@@ -28,4 +28,5 @@ def test_the_summary_window_rate_leaves_them_out_too() -> None:
     summary.emit({"pages": 100, "pages_per_s": 1.0, "errors_by_kind": {"robots": 10}})
     now[0] = 10.0
     line = summary.emit({"pages": 150, "errors_by_kind": {"robots": 30}})
-    assert line.startswith("summary: 3.0 pages/s over 10 s, 150 pages in all")  # 30 fetched
+    assert line.startswith("summary: 3.0 pages/s over 10 s, 120 pages fetched in all (30 more "
+                           "refused by robots.txt);")  # 30 fetched in the window

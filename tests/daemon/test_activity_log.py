@@ -76,10 +76,10 @@ def test_summary_reports_the_window_since_the_last_line(caplog: pytest.LogCaptur
         now[0] = 160.0
         second = summary.emit({**snap, "pages": 130, "errors_by_kind": {"dns": 1, "http": 6}},
                               due=42)
-    assert first.startswith("summary: 0.5 pages/s since the start, 10 pages in all")
+    assert first.startswith("summary: 0.5 pages/s since the start, 10 pages fetched in all;")
     assert "errors since last: dns=1" in first
     assert "due this unit not planned yet" in first
-    assert second.startswith("summary: 2.0 pages/s over 60 s, 130 pages in all")
+    assert second.startswith("summary: 2.0 pages/s over 60 s, 130 pages fetched in all;")
     assert "errors since last: http=6;" in second
     assert ("queued 5 (p1=2 p3=3), in flight 2, hosts with queued URLs 4; "
             "due this unit 42") in second
@@ -99,6 +99,6 @@ def test_idle_and_busy_are_logged_once_per_transition(caplog: pytest.LogCaptureF
 
 def test_format_summary_without_queues() -> None:
     line = format_summary({}, 0.0, {}, None, None)
-    assert line == ("summary: 0.0 pages/s since the start, 0 pages in all; errors since last: "
-                    "none; queued 0, in flight 0, hosts with queued URLs 0; due this unit "
+    assert line == ("summary: 0.0 pages/s since the start, 0 pages fetched in all; errors since "
+                    "last: none; queued 0, in flight 0, hosts with queued URLs 0; due this unit "
                     "not planned yet")

@@ -153,13 +153,17 @@ class SummaryLine:
 
 def format_summary(snap: Mapping[str, Any], rate: float, new_errors: Mapping[str, int],
                    since: float | None, due: int | None) -> str:
-    """``summary: 12.5 pages/s over 60 s, 750 pages in all, errors dns=2 …, queued …``."""
+    """``summary: 12.5 pages/s over 60 s, 750 pages fetched in all; errors … dns=2 …``."""
     window = f" over {since:.0f} s" if since is not None else " since the start"
     errors = ", ".join(f"{k}={v}" for k, v in sorted(new_errors.items())) or "none"
     by_priority = snap.get("queued_by_priority") or {}
     levels = " ".join(f"p{p}={n}" for p, n in sorted(by_priority.items()) if n)
     due_text = "not planned yet" if due is None else str(due)
-    return (f"summary: {rate:.1f} pages/s{window}, {int(snap.get('pages', 0))} pages in all; "
+    # Pages robots.txt refused are records, not fetches (as `xyro status` counts them).
+    refused = int((snap.get("errors_by_kind") or {}).get("robots", 0))
+    fetched = int(snap.get("pages", 0)) - refused
+    return (f"summary: {rate:.1f} pages/s{window}, {fetched} pages fetched in all"
+            f"{f' ({refused} more refused by robots.txt)' if refused else ''}; "
             f"errors since last: {errors}; queued {int(snap.get('queued', 0))}"
             f"{f' ({levels})' if levels else ''}, in flight {int(snap.get('in_flight', 0))}, "
             f"hosts with queued URLs {int(snap.get('hosts_waiting', 0))}; "

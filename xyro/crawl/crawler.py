@@ -557,7 +557,7 @@ class Crawler:
         """``item`` ends without a fetch (robots.txt forbids it, or could not be fetched)."""
         self.frontier.complete(item, FetchRecord(
             url=item.url, fetched_at=self.clock.now(), page_type=PageType.ERROR,
-            error_kind=kind.value, error_detail=detail))
+            error_kind=kind.value, error_detail=detail, requested=False))
         self.stats.page(PageType.ERROR.value, 0, kind.value, False)
         if self._host_warnings is not None:
             self._host_warnings.error(item.url, kind.value, detail)
