@@ -6,6 +6,7 @@ the clock or the store by itself.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metadata import MetadataStore, crawl_queries, versions
+from metadata import MetadataStore, SetState, crawl_queries, versions
 from metadata.connection import search_problem, write_problem
 from metadata.errors import StoreAccessError, access_message
 from metadata.writer import Writer
@@ -332,7 +333,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
         host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s),
         publication=build_publication(app), opic=opic,
-        budget=build_budget(app, store, frontier, writer.submit) if budget else None)
+        budget=build_budget(app, store, frontier, writer) if budget else None)
     return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
 
@@ -371,18 +372,40 @@ def build_opic(app: App, store: MetadataStore,
                            importance=cfg.importance == "opic")
 
 
+#: State key: the last reservation of page fetches, [unit, unit length (s), count]
+#: (xyro.crawl.unit_budget: a restart in that unit counts at least that many as spent).
+UNIT_RESERVED = "fetch_units.reserved"
+
+
 def build_budget(app: App, store: MetadataStore, frontier: Frontier,
-                 submit: Callable[[Any], object]) -> UnitBudget:
+                 writer: Writer) -> UnitBudget:
     """The daemon's G fetches per unit, continuing the unit a previous run stopped in."""
     cfg = app.config.refresh
+
+    def reserve(unit: int, unit_s: float, count: int) -> None:
+        writer.submit(SetState(UNIT_RESERVED, json.dumps([unit, unit_s, count])))
+        writer.flush()   # committed before the request it covers is sent
+
     budget = UnitBudget(cfg.bandwidth_pages_per_unit, cfg.time_unit_s, cfg.discovery_share,
-                        lambda: frontier.queued(REFRESH), submit, planner=True,
-                        servable=lambda until, cap: frontier.servable(REFRESH, until, cap))
+                        lambda: frontier.queued(REFRESH), writer.submit, planner=True,
+                        servable=lambda until, cap: frontier.servable(REFRESH, until, cap),
+                        reserve=reserve)
     # The row of the unit running now, at the configured length: the newest row may be of
     # another length (refresh.time_unit_s changed), whose count is not this unit's.
     now = app.clock.now()
-    budget.resume(store.fetch_unit(unit_index(now, cfg.time_unit_s), cfg.time_unit_s), now)
+    reserved = store.get_state(UNIT_RESERVED)
+    budget.resume(store.fetch_unit(unit_index(now, cfg.time_unit_s), cfg.time_unit_s), now,
+                  None if not isinstance(reserved, str) else _reservation(reserved))
     return budget
+
+
+def _reservation(value: str) -> tuple[int, float, int] | None:
+    """The stored reservation, or None when it is not one (a row edited by hand)."""
+    try:
+        unit, unit_s, count = json.loads(value)
+        return int(unit), float(unit_s), int(count)
+    except (ValueError, TypeError):
+        return None
 
 
 def xml_catalogs(paths: tuple[str, ...] | None, max_entity_bytes: int) -> Catalogs | None:

@@ -190,3 +190,37 @@ def test_unread_pages_leave_room_for_as_many_urgent_fetches_as_the_last_unit_had
     for _ in range(3):
         budget.spend(DISCOVERY)
     assert budget.max_level(3 * UNIT_S + 1) == REFRESH
+
+
+def test_fetches_are_reserved_ahead_before_they_are_sent() -> None:
+    # The records of a kill's last fetches are lost while their requests reached the
+    # servers: a committed reservation covers every request before it goes out.
+    reserved: list[tuple[int, float, int]] = []
+    budget = UnitBudget(100, UNIT_S, 1.0, lambda: 0, lambda row: None,
+                        reserve=lambda unit, unit_s, count: reserved.append((unit, unit_s, count)))
+    assert budget.allows(250.0)
+    for n in range(1, 13):
+        budget.spend(DISCOVERY)
+        assert reserved[-1][2] >= n            # sent only once reserved
+    budget.spend(LOADER)                       # a DTD: not a page of G
+    assert reserved == [(2, UNIT_S, 5), (2, UNIT_S, 10), (2, UNIT_S, 15)]  # 5 % of G a time
+    for _ in range(88):
+        budget.spend(DISCOVERY)
+    assert reserved[-1] == (2, UNIT_S, 100)   # never beyond G
+
+
+@pytest.mark.parametrize("reserved, expected", [
+    ((2, UNIT_S, 37), 37),          # a kill after 37 were sent, 30 recorded: 37 spent
+    ((2, UNIT_S, 20), 30),          # the row is ahead: it stands
+    ((1, UNIT_S, 90), 30),          # another unit's
+    ((2, 60.0, 90), 30),            # another unit length's
+    ((2, UNIT_S, 500), 100),        # never beyond G
+])
+def test_a_restart_counts_at_least_the_reservation_as_spent(
+        reserved: tuple[int, float, int], expected: int) -> None:
+    budget = UnitBudget(100, UNIT_S, 0.5, lambda: 0, lambda row: None,
+                        reserve=lambda *args: None)
+    row = UnitSpent(2, UNIT_S, 100, 30, 10, 20, 0, None, False, 210.0)
+    budget.resume(row, 250.0, reserved)
+    assert budget.fetched == expected
+    assert budget.snapshot()["refresh"] == 10   # the unknown ones count as unread pages'

@@ -32,7 +32,7 @@ def test_a_restart_in_a_longer_unit_keeps_what_the_unit_spent(tmp_path: Path) ->
         with store.writer() as w:
             for row in OLD_ROWS:
                 w.submit(row)
-            first = build_budget(app, store, None, w.submit)  # type: ignore[arg-type]
+            first = build_budget(app, store, None, w)  # type: ignore[arg-type]
             assert first.unit == 100 and first.fetched == 0  # nothing spent in unit 100 yet
             for _ in range(120):
                 assert first.allows(clock.now())
@@ -41,7 +41,7 @@ def test_a_restart_in_a_longer_unit_keeps_what_the_unit_spent(tmp_path: Path) ->
             first.record(clock.now())  # the daemon's stop writes the running unit's row
         clock.advance(30.0)  # restarted 30 s later, still in unit 100
         with store.writer() as w:
-            second = build_budget(app, store, None, w.submit)  # type: ignore[arg-type]
+            second = build_budget(app, store, None, w)  # type: ignore[arg-type]
     assert second.unit == 100 and second.fetched == 120
     assert store_unit(tmp_path).unit == 100  # the newest row is the running unit's
 
@@ -61,5 +61,5 @@ def test_a_row_of_the_old_length_is_not_resumed(tmp_path: Path) -> None:
             for row in OLD_ROWS:
                 w.submit(row)
         with store.writer() as w:
-            budget = build_budget(app, store, None, w.submit)  # type: ignore[arg-type]
+            budget = build_budget(app, store, None, w)  # type: ignore[arg-type]
     assert budget.unit == 100 and budget.fetched == 0 and budget.allows(clock.now())

@@ -182,7 +182,7 @@ class Daemon:
 class Snapshot:
     """What the store holds at one moment (one read transaction)."""
 
-    urls: dict[str, tuple]            # url -> (type, accesses)
+    urls: dict[str, tuple]            # url -> (type, accesses and robots.txt refusals)
     frontier: set[str]
     max_job: int
     plan_jobs: list[str] = field(default_factory=list)  # details of every plan job run
@@ -198,7 +198,11 @@ def snapshot(db: Path) -> Snapshot:
     conn = _connect(db)
     try:
         conn.execute("BEGIN")
-        urls = {u: (t, a) for u, t, a in conn.execute("SELECT url, type, accesses FROM urls")}
+        # A URL's records: its accesses, and the refusals of robots.txt (no request made,
+        # so no access, but the URL's outcome, which takes it out of the frontier).
+        urls = {u: (t, a) for u, t, a in conn.execute(
+            "SELECT url, type, accesses + (SELECT count(*) FROM errors e WHERE e.url_id = "
+            "urls.id AND e.kind = 'robots') FROM urls")}
         frontier = {u for (u,) in conn.execute(
             "SELECT u.url FROM frontier f JOIN urls u ON u.id = f.url_id")}
         max_job = conn.execute("SELECT coalesce(max(id), 0) FROM job_runs").fetchone()[0]

@@ -38,9 +38,14 @@ survives must cover every page record that survives: the dispatcher writes the r
 (:meth:`record_spent`) after each round of dispatches, before any of their records can be
 submitted. The row goes to the same writer queue, which commits in submission order, so it
 lands in the transaction of the first of those records or an earlier one; the writer keeps
-one row per unit and batch (``metadata.apply``), so this costs one upsert per batch. A
-crash may then leave the count above the fetches recorded (those in flight are fetched
-again after the restart and counted twice), never below: G is never overspent.
+one row per unit and batch (``metadata.apply``), so this costs one upsert per batch.
+The servers see more than the records, though: the requests in flight and those whose
+records were still in the writer's queue at the kill reached them, and the restarted crawl
+fetches them again. So page fetches are also *reserved* ahead (``reserve``: a committed
+write, waited for), :data:`RESERVE_SHARE` of G at a time, before the first request beyond
+the last reservation goes out; a restart in the unit counts at least the reservation as
+spent. A crash then costs up to that share of G unspent, and never sends a server more than
+G requests in a unit: G is never overspent.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
 FREE_AT_END = 0.2
 #: The last share of a unit in which nothing holds unread pages back, so G is spent.
 HOLD_TO_END = 0.1
+#: The share of G reserved by one committed write (module doc): twenty writes a unit, and
+#: at most this much of G left unspent by a crash.
+RESERVE_SHARE = 0.05
 
 
 class UnitBudget:
@@ -67,7 +75,9 @@ class UnitBudget:
     unit ends); ``servable(until, cap)``: how many of them their hosts can start before
     ``until``, counted up to ``cap`` (``Frontier.servable``; None: all of them until the
     last fifth of the unit, none in it); ``record``: where :class:`UnitSpent` rows go (the
-    metadata writer).
+    metadata writer); ``reserve(unit, unit_s, count)``: commit that up to ``count`` page
+    fetches of the unit may have been sent, and return once it is committed (None: no
+    reservation, as in ``xyro crawl``, which keeps no budget).
     The dispatcher thread counts; :meth:`record` (the daemon's status job) and
     :meth:`snapshot` may run in any thread: a lock keeps a unit's rows in the order written,
     so a running row never lands after the unit's final one.
@@ -76,7 +86,8 @@ class UnitBudget:
     def __init__(self, bandwidth: int, unit_s: float, discovery_share: float,
                  queued_refresh: Callable[[], int],
                  record: Callable[[UnitSpent], object], planner: bool = False,
-                 servable: Callable[[float, int], int] | None = None) -> None:
+                 servable: Callable[[float, int], int] | None = None,
+                 reserve: Callable[[int, float, int], object] | None = None) -> None:
         if bandwidth < 1 or not unit_s > 0 or not 0.0 <= discovery_share <= 1.0:
             raise ValueError(f"a fetch budget needs bandwidth >= 1 (got {bandwidth}), a "
                              f"positive time unit (got {unit_s} s) and a discovery share in "
@@ -93,15 +104,25 @@ class UnitBudget:
         self.unit: int | None = None
         self._spent = [0, 0, 0]  # refresh, discovery, urgent
         self._saved = 0  # the unit's count in the last row written (record_spent)
+        self._reserve = reserve
+        self._reserved = 0  # the unit's page fetches covered by the last reservation
+        self._chunk = max(1, round(RESERVE_SHARE * bandwidth))
         self._urgent_forecast = 0  # the previous unit's urgent fetches (module doc)
         self.previous: UnitSpent | None = None
 
-    def resume(self, row: UnitSpent | None, now: float) -> None:
-        """Continue the count of the unit a previous run stopped in (its stored row)."""
+    def resume(self, row: UnitSpent | None, now: float,
+               reserved: tuple[int, float, int] | None = None) -> None:
+        """Continue the count of the unit a previous run stopped in: its stored row, and its
+        last reservation (unit, unit_s, count) when that is larger (module doc: fetches a
+        kill left without records count as unread pages' share, the most it may have been)."""
         self._roll(now)
         if row is not None and row.unit == self.unit and not row.ended:
             self._spent = [row.refresh, row.discovery, row.urgent]
             self._saved = row.fetched
+        if reserved is not None and tuple(reserved[:2]) == (self.unit, self.unit_s) \
+                and not (row is not None and row.unit == self.unit and row.ended):
+            self._spent[1] += max(0, min(int(reserved[2]), self.bandwidth) - self.fetched)
+            self._reserved = self.fetched
 
     @property
     def fetched(self) -> int:
@@ -140,10 +161,14 @@ class UnitBudget:
         self._planned = unit
 
     def spend(self, level: int) -> None:
-        """One page fetch at frontier ``level`` was dispatched."""
+        """One page fetch at frontier ``level`` is about to be sent: counted, and reserved
+        (committed) first when it goes past the last reservation (module doc)."""
         if level == LOADER:
             return
         self._spent[0 if level == REFRESH else 2 if level == URGENT else 1] += 1
+        if self._reserve is not None and self.fetched > self._reserved and self.unit is not None:
+            self._reserved = min(self.bandwidth, self.fetched + self._chunk - 1)
+            self._reserve(self.unit, self.unit_s, self._reserved)
 
     def next_unit_at(self) -> float:
         """When the next unit starts (clock seconds)."""
@@ -184,6 +209,7 @@ class UnitBudget:
             self.unit = unit
             self._spent = [0, 0, 0]
             self._saved = 0
+            self._reserved = 0
 
     def snapshot(self) -> dict[str, int | float | None]:
         """The current unit's spending (and the previous unit's end), for status/metrics."""
