@@ -314,3 +314,20 @@ def test_fewer_rounds_configured_after_a_restart_keep_the_started_ones(
         assert restarted.step().finished
     finally:
         writer.close()
+
+
+def test_a_page_read_for_its_links_counts_in_the_domain_once_the_scope_covers_it(
+        store: MetadataStore) -> None:
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        _fetch_outside(writer, [(0, OUT[0]), (0, OUT[5])])
+    finally:
+        writer.close()
+    narrow = stored_domain(store, SCOPE)
+    grown = stored_domain(store, Scope(["http://in.example/", "http://out0.example/"]))
+    in_l = {narrow.urls[int(j)] for j in narrow.local}
+    assert OUT[0] not in in_l and OUT[0] in {narrow.urls[int(j)] for j in narrow.outside}
+    # Its links are stored: in the local domain now, not lost to both L and F.
+    assert {grown.urls[int(j)] for j in grown.local} == in_l | {OUT[0]}
+    assert OUT[5] in {grown.urls[int(j)] for j in grown.outside}

@@ -24,8 +24,9 @@ from xyro.config import XyroConfig
 from xyro.net.urls import Scope, ScopeSeeds
 
 #: Pages whose links the store holds: fetched HTML and XML documents in scope, and the
-#: out-of-scope pages fetched for their links (``outside``).
-_LOCAL_TYPES = (PageType.HTML, PageType.XML)
+#: out-of-scope pages fetched for their links (``outside``; in scope too once the scope grew
+#: over them, until they are fetched again as pages).
+_LOCAL_TYPES = (PageType.HTML, PageType.XML, PageType.OUTSIDE)
 _OUTSIDE_TYPES = (PageType.HTML, PageType.XML, PageType.OUTSIDE)
 #: Out-of-scope frontier pages that may still be fetched (known as link targets only).
 _FETCHABLE_TYPES = (PageType.UNREAD, PageType.REFUSED)
