@@ -75,6 +75,17 @@ def _rounds(store: MetadataStore, writer: Writer, queued: list[list[tuple[int, s
     return GlobalRounds(settings, 0.85, SCOPE, store, queue, writer.submit, ManualClock(T0))
 
 
+def _first_round(store: MetadataStore, writer: Writer,
+                 queued: list[list[tuple[int, str]]]) -> RoundState:
+    """The in-scope pages fetched, the scope settled, and round 1 queued (2 pages)."""
+    _fetch_in_scope(writer, IN)
+    rounds = _rounds(store, writer, queued)
+    rounds.step()
+    state = rounds.step()
+    assert state.round == 1 and len(state.pending) == 2
+    return state
+
+
 def _importance(store: MetadataStore) -> dict[str, float | None]:
     conn = sqlite3.connect(store.path)
     try:
@@ -160,12 +171,7 @@ def test_a_restart_forgets_pending_pages_the_admission_now_refuses(
         store: MetadataStore) -> None:
     writer = store.writer()
     try:
-        _fetch_in_scope(writer, IN)
-        queued: list[list[tuple[int, str]]] = []
-        rounds = _rounds(store, writer, queued)
-        rounds.step()
-        state = rounds.step()
-        assert state.round == 1 and len(state.pending) == 2
+        state = _first_round(store, writer, [])
         _fetch_outside(writer, list(state.pending[:1]))
         writer.flush()
         settings = GlobalEstimateConfig(enabled=True, extra_pages_per_local_page=1.0, rounds=3)
@@ -221,12 +227,9 @@ def test_a_scope_changed_since_the_rounds_began_starts_them_again(
     # lack of candidates while lifted, never run again.
     writer = store.writer()
     try:
-        _fetch_in_scope(writer, IN)
         queued: list[list[tuple[int, str]]] = []
-        rounds = _rounds(store, writer, queued)
-        rounds.step()
-        state = rounds.step()
-        assert state.round == 1 and state.pending and state.scope == SCOPE.fingerprint()
+        state = _first_round(store, writer, queued)
+        assert state.scope == SCOPE.fingerprint()
         writer.flush()
         again = _rounds(store, writer, queued)          # the same scope: the rounds go on
         assert again.state == state
