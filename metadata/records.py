@@ -77,9 +77,9 @@ class FetchRecord:
     (:func:`metadata.refresh_queries.failed_refetches`). ``depth`` is the page's link depth
     (the frontier's item), the depth of its row when the same batch creates it (its parent's
     record, fetched in that batch too, made it known). ``requested`` False: the URL was never
-    asked of its server (robots.txt forbids it, or its robots.txt could not be reached): the
-    record is its outcome and error alone, not an access (its access counts and times, and
-    its host's fetch count and last fetch, stay as they were).
+    asked of its server (robots.txt forbids it): the record is its outcome and error alone,
+    not an access (its access counts and times, and its host's fetch count and last fetch,
+    stay as they were).
     """
 
     url: str

@@ -404,7 +404,7 @@ def _reservation(value: str) -> tuple[int, float, int] | None:
     try:
         unit, unit_s, count = json.loads(value)
         return int(unit), float(unit_s), int(count)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return None
 
 

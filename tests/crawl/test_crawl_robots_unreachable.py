@@ -182,6 +182,10 @@ def test_urls_of_an_origin_that_never_answers_fail_once_after_retries_over_hours
         assert detail.startswith(ORIGIN_UNREACHABLE.format(base)), detail
         assert f"{ATTEMPTS} attempts over" in detail and "gave up" in detail, detail
     assert _store(tmp_path / "xyro.db", "SELECT count(*) FROM frontier") == [(0,)]
+    # The host was tried (its robots.txt): the URLs are failed pages the refresh planner
+    # retries later (urls.retry, counted from their last try), not lost for good.
+    assert _store(tmp_path / "xyro.db", "SELECT count(*) FROM urls WHERE type = 'error' AND "
+                  "retry = 1 AND last_access IS NOT NULL") == [(len(PAGES),)]
 
 
 def test_a_robots_txt_with_a_broken_content_encoding_is_retried_then_fails_its_urls(

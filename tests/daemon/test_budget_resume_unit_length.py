@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from metadata import MetadataStore, UnitSpent
-from xyro.app import App, build_budget
+from xyro.app import UNIT_RESERVED, App, build_budget
 from xyro.clock import ManualClock
 from xyro.config_load import load_config
 from xyro.crawl.frontier import DISCOVERY
@@ -63,3 +65,28 @@ def test_a_row_of_the_old_length_is_not_resumed(tmp_path: Path) -> None:
         with store.writer() as w:
             budget = build_budget(app, store, None, w)  # type: ignore[arg-type]
     assert budget.unit == 100 and budget.fetched == 0 and budget.allows(clock.now())
+
+
+@pytest.mark.parametrize("stored", ['"[100, 600.0, 1e999]"', '"[100, 600.0]"', '"x"', "7"])
+def test_a_reservation_row_edited_by_hand_is_ignored(tmp_path: Path, stored: str) -> None:
+    clock = ManualClock(60_340.0)
+    app = _app(tmp_path, clock)
+    with app.open_store(create=True) as store:
+        with store.atomic() as conn:
+            conn.execute("INSERT INTO state (key, value) VALUES (?, ?)",
+                         (UNIT_RESERVED, stored))
+        with store.writer() as w:
+            budget = build_budget(app, store, None, w)  # type: ignore[arg-type]
+    assert budget.unit == 100 and budget.fetched == 0
+
+
+def test_a_reservation_counts_at_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock(60_340.0)
+    app = _app(tmp_path, clock)
+    with app.open_store(create=True) as store:
+        with store.writer() as w:
+            first = build_budget(app, store, None, w)  # type: ignore[arg-type]
+            first.spend(DISCOVERY)   # reserved: 5 % of G, committed before the fetch is sent
+        with store.writer() as w:   # killed: no row, the reservation alone
+            second = build_budget(app, store, None, w)  # type: ignore[arg-type]
+    assert second.fetched == round(0.05 * G)

@@ -89,3 +89,13 @@ def test_deeply_nested_xml_bases_resolve_along_the_whole_chain() -> None:
             + '<l href="y.xml"/></r>')
     deep = "http://h.test/dir/" + "a/" * depth + "x.xml"
     assert _links(body) == [(deep, "href")] * 3 + [("http://h.test/dir/y.xml", "href")]
+
+
+def test_an_xml_base_of_a_scheme_the_crawl_does_not_follow_keeps_its_subtree_out() -> None:
+    # A file: base is what XInclude processing leaves in published documents; the links
+    # under it are file links, not pages of the document's own site.
+    for base in ("file:/etc/", "ftp://f.test/dir/", "urn:x:y", "mailto:a@b.test"):
+        body = (f'<r><e xml:base="{base}"><l href="f.xml"/>'
+                '<l href="http://h.test/abs.xml"/></e><l href="after.xml"/></r>')
+        assert _links(body) == [("http://h.test/abs.xml", "href"),
+                                ("http://h.test/dir/after.xml", "href")], base

@@ -207,7 +207,7 @@ class Crawler:
             if self.opic is not None:
                 self.opic.save()
             if self.budget is not None:
-                self.budget.record(self.clock.now())
+                self.budget.close(self.clock.now())
         return CrawlSummary(reason, self.snapshot())
 
     def snapshot(self) -> dict[str, Any]:
@@ -557,7 +557,8 @@ class Crawler:
         """``item`` ends without a fetch (robots.txt forbids it, or could not be fetched)."""
         self.frontier.complete(item, FetchRecord(
             url=item.url, fetched_at=self.clock.now(), page_type=PageType.ERROR,
-            error_kind=kind.value, error_detail=detail, requested=False))
+            error_kind=kind.value, error_detail=detail,
+            requested=kind is not ErrorKind.ROBOTS))  # an unreachable host was tried
         self.stats.page(PageType.ERROR.value, 0, kind.value, False)
         if self._host_warnings is not None:
             self._host_warnings.error(item.url, kind.value, detail)

@@ -179,6 +179,17 @@ class UnitBudget:
         with self._lock:
             return self._write(now, ended=False)
 
+    def close(self, now: float) -> UnitSpent | None:
+        """The crawl stopped (its fetches all dispatched): write the running row, and bring
+        the reservation down to the fetches made, so that a restart in the unit does not
+        count the reserved rest as spent (only a kill leaves it so)."""
+        row = self.record(now)
+        if self._reserve is not None and self.unit is not None \
+                and self._reserved > self.fetched:
+            self._reserved = self.fetched
+            self._reserve(self.unit, self.unit_s, self.fetched)
+        return row
+
     def record_spent(self, now: float) -> UnitSpent | None:
         """Write the running row if page fetches were dispatched since the last row (None
         otherwise). The dispatcher calls it after a round of dispatches, before their

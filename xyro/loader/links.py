@@ -26,6 +26,7 @@ document URL, RFC 3986 resolution at each step) and are canonicalized; what is n
 from __future__ import annotations
 
 from typing import NamedTuple
+from urllib.parse import urljoin
 
 from lxml import etree
 
@@ -109,8 +110,9 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
         tag = el.tag
         own_base = el.get(_XML_BASE)
         if own_base is not None:   # it covers the element's own attributes too
-            outer = bases[-1][1] if bases else url
-            bases.append((el, resolver_of(outer).resolve(own_base) or outer))
+            # urljoin, not the crawl's resolver: a base of a scheme the crawl does not follow
+            # (file:, ftp:, urn:) is a base still, and the links under it are not crawlable.
+            bases.append((el, urljoin(bases[-1][1] if bases else url, own_base)))
         kind = element_kinds.get(tag, _UNSEEN)
         if kind is _UNSEEN:
             kind = element_kinds[tag] = _element_kind(tag)
