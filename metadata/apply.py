@@ -300,7 +300,7 @@ class BatchApplier:
             s[_TYPE] = _DEAD
         elif kept:  # its back-off, or its leaving the plan, is settled with the batch
             self._failing[url_id] = FailedRefetch(url_id, t, prev_access,
-                                                  self._good.get(url_id))
+                                                  self._good.get(url_id), not rec.requested)
         else:
             s[_TYPE] = _TYPE_VALUE[rec.page_type]
         s[_RETRY] = 1 if retries(s[_TYPE], s[_ACCESSES], rec.error_kind) else None

@@ -397,13 +397,15 @@ class FailedRefetch:
     """A re-fetch of a stored HTML/XML page that failed; the writer keeps the page's type.
 
     ``previous`` is the access before this one; ``good`` the page's last good read (content
-    or 304) earlier in the same batch, not in ``observations`` yet.
+    or 304) earlier in the same batch, not in ``observations`` yet; ``refused``: robots.txt
+    forbade this fetch (no request, no access: its earlier refusals are errors rows only).
     """
 
     url_id: int
     at: float
     previous: float | None
     good: float | None
+    refused: bool = False
 
 
 def failed_refetches(conn: sqlite3.Connection, failures: Sequence[FailedRefetch]
@@ -425,6 +427,7 @@ def failed_refetches(conn: sqlite3.Connection, failures: Sequence[FailedRefetch]
     t_max = float(t_max) if isinstance(t_max, (int, float)) and t_max > 0 else None
     ids = sorted({f.url_id for f in failures})
     good, interval = _last_good_reads(conn, ids), _intervals(conn, ids)
+    refusals = _refusal_times(conn, sorted({f.url_id for f in failures if f.refused}))
     leaving: set[int] = set()
     folders: dict[int, int] = {}
     for f in failures:
@@ -433,13 +436,27 @@ def failed_refetches(conn: sqlite3.Connection, failures: Sequence[FailedRefetch]
         d = 0.0 if last_good is None else max(0.0, (f.at - last_good) / unit)
         t_i = interval.get(f.url_id)
         longest = None if t_max is None else max(t_max, t_i or 0.0)
-        failed_before = (last_good is not None and f.previous is not None
-                         and f.previous > last_good)
+        # The attempt before this one: an access, or a refusal of robots.txt (no access).
+        previous = max((t for t in (f.previous, *refusals.get(f.url_id, ())) if t is not None
+                        and t < f.at), default=None)
+        failed_before = last_good is not None and previous is not None and previous > last_good
         if longest is not None and failed_before and d >= longest:
             leaving.add(f.url_id)
         elif t_i is not None:  # the planner knows the page: its back-off folder
             folders[f.url_id] = folder_after(f.at, min(t_i + d, longest or t_i), unit)
     return leaving, folders
+
+
+def _refusal_times(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[float]]:
+    """When robots.txt refused each of ``ids`` (pages it forbids now: a handful of rows)."""
+    times: dict[int, list[float]] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        for url_id, at in conn.execute(
+                f"SELECT url_id, at FROM errors WHERE kind = 'robots' AND url_id IN "
+                f"({','.join('?' * len(chunk))})", chunk):
+            times.setdefault(int(url_id), []).append(float(at))
+    return times
 
 
 def _last_good_reads(conn: sqlite3.Connection, ids: list[int]) -> dict[int, float]:

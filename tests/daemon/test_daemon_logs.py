@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sqlite3
@@ -101,6 +102,21 @@ def test_crawl_with_nothing_to_do_points_at_xyro_seed(tmp_path: Path) -> None:
     assert len(lines) == 1 and "xyro seed URL" in lines[0] and str(db) in lines[0], done.stderr
 
 
+def _run_under_journald(args: list[str], journald: bool = True) -> tuple[int, str]:
+    """Run ``args`` with stderr on a pipe that ``JOURNAL_STREAM`` names ("device:inode", as
+    systemd sets it for journald's stream), or names another file when not ``journald`` (the
+    variable inherited by a terminal's shell); (exit code, stderr)."""
+    read_end, write_end = os.pipe()
+    st = os.fstat(write_end)
+    named = f"{st.st_dev}:{st.st_ino}" if journald else f"{st.st_dev}:{st.st_ino + 1}"
+    proc = subprocess.Popen(args, env={**ENV, "JOURNAL_STREAM": named}, stderr=write_end,
+                            stdout=subprocess.DEVNULL, cwd=Path(__file__).parents[2])
+    os.close(write_end)
+    with os.fdopen(read_end) as err:
+        text = err.read()
+    return proc.wait(60), text
+
+
 def test_under_journald_every_line_of_a_traceback_carries_its_priority() -> None:
     # journald reads each stderr line apart: a line without "<N>" is stored as info, so a
     # crash's traceback was invisible to `journalctl -p err` but for nothing at all.
@@ -111,17 +127,19 @@ def test_under_journald_every_line_of_a_traceback_carries_its_priority() -> None
             "except ZeroDivisionError:\n"
             "    logging.getLogger('xyro.test').exception('a job failed')\n"
             "raise RuntimeError('a bug nothing caught')\n")
-    done = subprocess.run([sys.executable, "-c", code], env={**ENV, "JOURNAL_STREAM": "8:1"},
-                          capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).parents[2])
-    lines = done.stderr.splitlines()
-    assert done.returncode == 1 and lines, done.stderr
+    code_, err = _run_under_journald([sys.executable, "-c", code])
+    lines = err.splitlines()
+    assert code_ == 1 and lines, err
     job = [line for line in lines if line.startswith("<3>")]
     crash = [line for line in lines if line.startswith("<2>")]
-    assert len(job) + len(crash) == len(lines), done.stderr
+    assert len(job) + len(crash) == len(lines), err
     assert job[0] == "<3>xyro.test: a job failed" and "ZeroDivisionError" in job[-1]
     assert crash[0] == ("<2>xyro: uncaught RuntimeError: a bug nothing caught; this is a bug, "
                         "please report it") and "RuntimeError" in crash[-1]
+    # The variable inherited where stderr is not journald's (a terminal's shell): plain text.
+    code_, err = _run_under_journald([sys.executable, "-c", code], journald=False)
+    assert code_ == 1 and not any(line.startswith("<") for line in err.splitlines()), err
+    assert " ERROR xyro.test: a job failed" in err
 
 
 @pytest.mark.parametrize("form", ["journald", "json"])
@@ -133,13 +151,11 @@ def test_why_the_daemon_stops_is_a_record_in_the_log_form(tmp_path: Path, form: 
     conn.execute("PRAGMA user_version = 99")   # a newer Xyro's database, after a downgrade
     conn.close()
     config = _config(tmp_path / "x.yaml", db, [], False)
-    env = {**ENV, "JOURNAL_STREAM": "8:1"} if form == "journald" else ENV
     sets = ["-s", "log.format=json"] if form == "json" else []
-    done = subprocess.run([sys.executable, "-m", "xyro", "-c", str(config), *sets, "run"],
-                          env=env, capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).parents[2])
-    assert done.returncode == 2, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
+    code, err = _run_under_journald([sys.executable, "-m", "xyro", "-c", str(config), *sets,
+                                     "run"], journald=form == "journald")
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]
     if form == "journald":
         assert last.startswith("<3>xyro: error: ") and "newer than this Xyro" in last, last
     else:

@@ -23,17 +23,19 @@ def test_the_forced_exit_line_carries_journald_priority_only_under_journald(
     """The second signal's raw line is a warning record under journald (``<4>``), plain on
     a terminal."""
     lines = []
-    for journal in (True, False):
-        if journal:
-            monkeypatch.setenv("JOURNAL_STREAM", "8:1")
-        else:
+    st = os.fstat(2)   # capfd's file: the stream the handler writes to
+    for stream in (f"{st.st_dev}:{st.st_ino}", None, f"{st.st_dev}:{st.st_ino + 1}"):
+        if stream is None:
             monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+        else:   # journald's stream, or another file's (the variable inherited by a shell)
+            monkeypatch.setenv("JOURNAL_STREAM", stream)
         handler = StopHandler(threading.Event(), force_exit=lambda code: None)
         handler(signal.SIGTERM)
         handler(signal.SIGTERM)
         lines.append(capfd.readouterr().err)
     assert lines[0].startswith("<4>xyro.service.signals: received SIGTERM again: exiting now")
     assert lines[1].startswith("received SIGTERM again: exiting now")
+    assert lines[2].startswith("received SIGTERM again: exiting now")
 
 
 def test_handlers_are_installed_for_the_block_and_restored() -> None:

@@ -58,3 +58,27 @@ def test_a_read_then_a_failure_in_one_batch(store: MetadataStore, fetched) -> No
     assert [r[0] for r in query(store, "SELECT access FROM observations")] == [10.0]
     assert query(store, "SELECT kind, count(*) FROM errors GROUP BY kind") == [
         ("http_status", 2)]
+
+
+def test_a_stored_page_robots_txt_now_forbids_leaves_the_plan_as_a_failing_one(
+        store: MetadataStore, fetched) -> None:
+    # A refusal is no access (no request was sent), so it must not hide the refusal before
+    # it: the page leaves the plan once refused twice and unread for max(t_max, t_i) units,
+    # as a page failing any other way, instead of being offered again every t_max for good.
+    from metadata import FetchRecord, SetState
+    from metadata.refresh_queries import FOLDER_UNIT_KEY, MAX_INTERVAL_KEY
+
+    unit = 100.0
+    with store.writer() as w:
+        w.submit(SetState(FOLDER_UNIT_KEY, unit))
+        w.submit(SetState(MAX_INTERVAL_KEY, 10.0))
+        w.submit(fetched(A, 0.0, "<doc/>", page_type=PageType.XML))
+    with store.atomic() as conn:
+        conn.execute("UPDATE urls SET interval_units = 2.0, due_unit = 2 WHERE url = ?", (A,))
+    for at in (500.0, 1600.0):   # 5 units, then 16 > t_max after the last good read
+        with store.writer() as w:
+            w.submit(FetchRecord(A, at, PageType.ERROR, error_kind="robots",
+                                 error_detail="disallowed by robots.txt", requested=False))
+        kind, accesses, last = page(store, A, "type, accesses, last_access")
+        assert (accesses, last) == (1, 0.0)   # no request: no access
+    assert kind == "error"   # out of the plan, its document kept in the warehouse

@@ -7,6 +7,7 @@ import json
 import sqlite3
 
 import numpy as np
+import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata import refresh_queries as rq
@@ -142,6 +143,50 @@ def test_other_time_unit_rebuilds_and_refiles_every_page(store, fill, kit) -> No
     assert len(refiled) == 18
     assert any(isinstance(op, SetState) and op.key == rq.FOLDER_UNIT_KEY
                and op.value == UNIT / 2 for op in ops)
+
+
+@pytest.mark.parametrize("factor", [24.0, 0.25])
+def test_a_new_time_unit_refiles_every_page_in_its_own_numbering(store, fill, kit,
+                                                                factor: float) -> None:
+    # A folder is a unit number: kept through a change of refresh.time_unit_s, an hour's
+    # folder read as a day's is centuries away (none refreshed again), and a day's read as
+    # a quarter hour's long past (all due at once).
+    kit.build(fill)
+    ops: list = []
+    planner(store, ops, 20.0, kit).run_unit()
+    apply(store, ops)
+    unit_s = UNIT * factor
+    now = START + UNIT * 21
+    ops = []
+    p = RefreshPlanner(store.read_connection(), ops.append, ManualClock(now),
+                       kit.settings(time_unit_s=unit_s))
+    p.run_unit()
+    filed = {op.url_id: op for op in ops if isinstance(op, SetRefresh) and op.due_unit}
+    assert p.last_unit.full_scan and len(filed) == 18
+    current = int(now // unit_s)
+    t_max = kit.settings(time_unit_s=unit_s).max_interval_units
+    for op in filed.values():   # from its last access, in units of the new length
+        assert current - t_max <= op.due_unit <= current + t_max, (op, current)
+        assert op.interval_units <= t_max
+
+
+def test_a_smaller_t_max_bounds_every_page_at_the_next_plan(store, fill, kit) -> None:
+    kit.build(fill)
+    ops: list = []
+    planner(store, ops, 20.0, kit).run_unit()
+    apply(store, ops)
+    ops = []
+    p = planner(store, ops, 21.0, kit, max_interval_units=2)
+    p.run_unit()
+    assert p.last_unit.full_scan   # the folders were filed for a longer t_max: rebuilt
+    apply(store, ops)
+    conn = store.read_connection()
+    try:
+        waits = [due - 21 for (due,) in conn.execute(
+            "SELECT due_unit - ? FROM urls WHERE due_unit IS NOT NULL", (int(START // UNIT),))]
+    finally:
+        conn.close()
+    assert waits and max(waits) <= 2, waits
 
 
 def test_discovery_reads_the_unread_index_in_rank_order(tmp_path, kit) -> None:

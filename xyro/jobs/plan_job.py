@@ -372,6 +372,9 @@ class RefreshPlanner:
         # when ρ becomes 0) re-plans every page now rather than as each is next fetched.
         if q.state_value(self._conn, q.BANDWIDTH_KEY) != s.refresh_bandwidth:
             return None, jobs
+        # A smaller t_max bounds every page's wait now, not once each is next fetched.
+        if q.state_value(self._conn, q.MAX_INTERVAL_KEY) != s.max_interval_units:
+            return None, jobs
         return (None if ranked and s.importance_source != "uniform" else led), jobs
 
     def _rebuild(self, unit: int, jobs: int) -> UnitWork:

@@ -112,7 +112,7 @@ class FullScan:
         r = est.importance(pages)
         intervals, k, bw, omega0, omega, t_max = self._intervals(r, rates)
         due, refile = self._folders(pages, intervals, touched | set(need), unit,
-                                    self._bandwidth_grew())
+                                    self._intervals_shrank(), self._unit_changed())
         fresh = np.zeros(pages.ids.size, dtype=bool)
         fresh[[pos_of[i] for i in need]] = True
         return Plan(unit, pages.ids, r, rates, sources, intervals, due, refile, k, omega0,
@@ -129,20 +129,31 @@ class FullScan:
         p = refresh_intervals(r, rates, g, s.min_interval_units, t_max, s.importance_floor)
         return p.intervals, p.k, p.bandwidth, p.omega_unclamped, p.omega, t_max
 
-    def _bandwidth_grew(self) -> bool:
-        """Whether the refresh bandwidth is larger than the one the folders were filed for
-        (discovery's end, ρ → 0, or a larger G)."""
+    def _intervals_shrank(self) -> bool:
+        """Whether the folders were filed for longer intervals than this plan's: a refresh
+        bandwidth larger than theirs (discovery's end, ρ → 0, or a larger G), or a smaller
+        t_max (``refresh.max_interval_units``)."""
         filed_for = q.state_value(self._conn, q.BANDWIDTH_KEY)
-        return isinstance(filed_for, (int, float)) and filed_for < self._s.refresh_bandwidth
+        t_max = q.state_value(self._conn, q.MAX_INTERVAL_KEY)
+        return (isinstance(filed_for, (int, float)) and filed_for < self._s.refresh_bandwidth
+                or isinstance(t_max, (int, float)) and t_max > self._s.max_interval_units)
+
+    def _unit_changed(self) -> bool:
+        """Whether the folders are numbered in another time unit (``refresh.time_unit_s``
+        changed): each stored folder, read in this unit, would be years away or long past."""
+        filed_in = q.state_value(self._conn, q.FOLDER_UNIT_KEY)
+        return isinstance(filed_in, (int, float)) and filed_in != self._s.time_unit_s
 
     def _folders(self, pages: q.PlannedPages, intervals: np.ndarray, touched: set[int],
-                 unit: int, pull_forward: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 unit: int, pull_forward: bool = False, refile_all: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray]:
         """Folders after this run: re-filed from the last access for touched, unfiled and
-        no-longer-refreshed pages; the stored folder for the others.
+        no-longer-refreshed pages (every page with ``refile_all``: the folders were numbered
+        in another time unit); the stored folder for the others.
 
-        With ``pull_forward`` (the refresh bandwidth grew, so every t_i shrank) a page whose
-        new folder comes before its stored one is re-filed too: left where it was, it would
-        wait for the longer interval of the smaller bandwidth, up to t_max units (measured
+        With ``pull_forward`` (the refresh bandwidth grew or t_max shrank, so t_i did) a
+        page whose new folder comes before its stored one is re-filed too: left where it was,
+        it would wait for the longer interval of the smaller bandwidth, up to t_max units (measured
         in tests/bench/e2e_freshness.py: 13 units after discovery's end, 14 to 28 % of the
         pages with intervals under 24 units had waited longer than their interval). A page
         its new t_i makes overdue goes to this unit's folder; those beyond G are deferred
@@ -152,6 +163,8 @@ class FullScan:
         is_touched = np.fromiter((int(i) in touched for i in pages.ids), dtype=bool,
                                  count=pages.ids.size)
         refile = is_touched | ((due == q.NO_UNIT) & finite) | ((due != q.NO_UNIT) & ~finite)
+        if refile_all:
+            refile |= finite
         new = np.full(due.shape, q.NO_UNIT, dtype=due.dtype)
         new[finite] = refiled(pages.last_access[finite], intervals[finite], unit,
                               self._s.time_unit_s)

@@ -1,8 +1,10 @@
 """Logging to stderr in a form both journald and grep like.
 
-Under systemd (``JOURNAL_STREAM`` set) journald stamps each line itself, so lines carry a
-syslog priority prefix (``<6>``) instead of a timestamp; in a terminal they carry an ISO
-timestamp. ``format="json"`` emits one JSON object per line for log shippers.
+Under systemd (stderr is journald's stream: ``JOURNAL_STREAM`` names its device and inode,
+systemd.exec(5)) journald stamps each line itself, so lines carry a syslog priority prefix
+(``<6>``) instead of a timestamp; in a terminal they carry an ISO timestamp, even where the
+variable was inherited (a terminal started as a user service passes it to its shells).
+``format="json"`` emits one JSON object per line for log shippers.
 """
 
 from __future__ import annotations
@@ -11,6 +13,16 @@ import json
 import logging
 import os
 import sys
+
+def journald_stderr() -> bool:
+    """stderr is the stream ``JOURNAL_STREAM`` names ("device:inode"), so journald reads it."""
+    device, _, inode = os.environ.get("JOURNAL_STREAM", "").partition(":")
+    try:
+        st = os.fstat(2)
+        return (st.st_dev, st.st_ino) == (int(device), int(inode))
+    except (OSError, ValueError):
+        return False
+
 
 _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3,
              logging.CRITICAL: 2}
@@ -49,7 +61,7 @@ def setup_logging(level: str = "info", fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
-    elif os.environ.get("JOURNAL_STREAM"):
+    elif journald_stderr():
         handler.setFormatter(_JournalFormatter())
     else:
         handler.setFormatter(_TextFormatter())

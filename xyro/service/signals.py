@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from xyro.service.logs import journald_stderr
+
 log = logging.getLogger("xyro.service.signals")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -40,7 +42,7 @@ class StopHandler:
         self.first: str | None = None          # name of the first signal, once received
         self.signalled = threading.Event()
         # The forced exit's raw line, in the log's form under journald (a warning).
-        self._prefix = "<4>xyro.service.signals: " if os.environ.get("JOURNAL_STREAM") else ""
+        self._prefix = "<4>xyro.service.signals: " if journald_stderr() else ""
 
     def __call__(self, signum: int, _frame: Any = None) -> None:
         name = signal.Signals(signum).name
