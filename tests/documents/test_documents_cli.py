@@ -273,14 +273,18 @@ def test_export_errors_are_one_line_exit_1(site: dict[str, object], args: tuple[
 
 
 def test_export_to_an_unwritable_path(site: dict[str, object], tmp_path: Path) -> None:
+    # The environment's problem (a path, its permissions, a full disk): exit 2.
     result = run(site, "export", DOC_A, "-o", str(tmp_path / "missing-dir" / "x.xml"))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "cannot write" in result.stderr and "No such file or directory" in result.stderr
+    if Path("/dev/full").exists():
+        result = run(site, "export", DOC_A, "-o", "/dev/full")
+        assert result.exit_code == 2 and "No space left on device" in result.stderr
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         result = run(site, "export", DOC_A, "-o", str(locked / "x.xml"))
-        assert result.exit_code == 1 and "Permission denied" in result.stderr
+        assert result.exit_code == 2 and "Permission denied" in result.stderr
 
 
 def test_export_with_a_missing_or_corrupt_blob(site: dict[str, object]) -> None:

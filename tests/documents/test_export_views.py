@@ -235,6 +235,21 @@ def test_real_process_and_a_closed_pipe(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err and "Broken" not in err
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+@pytest.mark.parametrize("args", [("views", "v_hosts"), ("status", "--json")])
+def test_a_full_disk_on_standard_output_is_one_line_and_exit_2(tmp_path: Path,
+                                                               args: tuple[str, ...]) -> None:
+    db = tmp_path / "x.db"
+    fill(db, extra_hosts=3000)
+    env = {**os.environ, "XYRO_CONFIG": "/dev/null", "XYRO_STORAGE__DATABASE": str(db)}
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-m", "xyro", *args], stdout=full,
+                              stderr=subprocess.PIPE, env=env, timeout=60, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: cannot write the output: No space left on device; free space, then try again"]
+
+
 def test_output_is_never_the_database(site: dict[str, Path]) -> None:
     db = site["db"]
     before = db.read_bytes()

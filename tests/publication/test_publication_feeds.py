@@ -207,3 +207,13 @@ def test_bad_arguments() -> None:
         parse_feed("<rss/>", FEED_URL)  # type: ignore[arg-type]
     with pytest.raises(FeedError, match="not an http"):
         parse_feed(b"<rss/>", "ftp://example.com/feed")
+
+
+def test_an_undeclared_prefix_in_a_feed_loses_no_item() -> None:
+    # dc:creator with no xmlns:dc: kept as the tag name "dc:creator" by the recovering parse,
+    # which etree.QName refused (ValueError: the crawl's "internal error", the items lost).
+    body = (b'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+            b'<item><link>http://example.com/p1.xml</link><dc:creator>me</dc:creator></item>'
+            b'</channel></rss>')
+    feed = parse_feed(body, "http://example.com/feed.rss")
+    assert [e.url for e in feed.entries] == ["http://example.com/p1.xml"]

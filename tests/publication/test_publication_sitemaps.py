@@ -54,6 +54,18 @@ def test_extension_namespaces_are_ignored() -> None:
     assert [e.url for e in parsed.entries] == ["http://example.com/catalog/p"]
 
 
+def test_an_undeclared_extension_prefix_loses_no_entry() -> None:
+    # Sloppy but common: image:image with no xmlns:image. The recovering parse keeps the
+    # prefix in the tag name, which etree.QName refused with ValueError: every URL was lost.
+    body = urlset("<url><loc>http://example.com/catalog/a</loc><image:image><image:loc>"
+                  "http://example.com/i.png</image:loc></image:image></url>",
+                  url("http://example.com/catalog/b"))
+    parsed = parse_sitemap(body, BASE)
+    assert [e.url for e in parsed.entries] == ["http://example.com/catalog/a",
+                                               "http://example.com/catalog/b"]
+    assert parsed.errors   # the broken XML is noted
+
+
 def test_sitemap_without_namespace_and_relative_loc() -> None:
     body = b"<urlset><url><loc>item/1</loc></url><url><loc>/catalog/item/2</loc></url></urlset>"
     parsed = parse_sitemap(body, BASE)

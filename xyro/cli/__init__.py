@@ -12,6 +12,7 @@ xyro.jobs, xyro.app, xyro.crawl, ..., the shared leaves, xyro.synthweb, metadata
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -57,6 +58,11 @@ class XyroGroup(click.Group):
             _fail(f"error: {numba_cache.cache_failure_message(exc)}", 2)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except OSError as exc:   # the output's disk is full (stdout to a file, a pipe's end)
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            _fail(f"error: cannot write the output: {exc.strerror}; free space, then try "
+                  "again", 2)
         except sqlite3.DatabaseError as exc:   # met after the store opened (DESIGN.md §7)
             lazy = ctx.find_object(LazyApp)
             if lazy is None or lazy.app is None:

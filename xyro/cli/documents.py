@@ -32,7 +32,7 @@ import click
 from metadata.status import ENTITY_VERSION
 from metadata.urlkeys import url_hash
 from xyro.app import App
-from xyro.errors import XyroError
+from xyro.errors import AccessError, XyroError
 from xyro.loader.warehouse import Warehouse, WarehouseError
 from xyro.net.urls import canonicalize
 from xyro.publication.trust import parse_w3c_datetime
@@ -436,8 +436,9 @@ def export(ctx: click.Context, url: str, number: int | None, output: Path | None
     try:
         output.write_bytes(body)
     except OSError as exc:
-        raise XyroError(f"cannot write {output}: {exc.strerror or exc}; choose a writable "
-                        "path with -o") from None
+        # Permissions, a read-only or full disk: the environment's, as exit 2 says.
+        raise AccessError(f"cannot write {output}: {exc.strerror or exc}; choose a "
+                          "writable path with -o, or free space") from None
     click.echo(f"wrote {len(body)} bytes of {stored_url} version {version.number} of "
                f"{len(versions)} (fetched {_iso(version.fetched_at)}) to {output}", err=True)
 

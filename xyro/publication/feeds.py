@@ -35,6 +35,7 @@ from xyro.content.parse_guard import PARSES
 from xyro.publication.trust import parse_rfc822_datetime, parse_w3c_datetime
 from xyro.publication.sitemaps import (
     MAX_SITEMAP_BYTES, SECURE_PARSER_OPTIONS, ErrorNotes, decoded_body, escape_bare_ampersands,
+    split_tag,
 )
 from xyro.net.urls import canonicalize
 
@@ -124,10 +125,7 @@ def _parse_root(data: bytes, base: str, notes: ErrorNotes) -> etree._Element:
 
 def _name(elem: etree._Element) -> tuple[str, str]:
     """(local name, namespace) of an element; ("", "") for entity, comment or PI nodes."""
-    if not isinstance(elem.tag, str):
-        return "", ""
-    qname = etree.QName(elem)
-    return qname.localname, qname.namespace or ""
+    return split_tag(elem)
 
 
 def _children(elem: etree._Element, name: str, ns: str | tuple[str, ...]) -> list[etree._Element]:

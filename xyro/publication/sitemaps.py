@@ -279,7 +279,7 @@ def _pull(data: bytes, base: str, rule: _LocationRule, max_urls: int, notes: Err
             continue
         if event != "end" or elem.getparent() is None or elem.getparent().getparent() is not None:
             continue
-        if etree.QName(elem).localname == ("url" if kind == "urlset" else "sitemap") \
+        if split_tag(elem)[0] == ("url" if kind == "urlset" else "sitemap") \
                 and _ns(elem) == namespace:
             items += 1
             if items > max_urls:
@@ -302,7 +302,7 @@ def _events(parser: etree.XMLPullParser, data: bytes) -> Iterator[tuple[str, etr
 
 
 def _root_kind(root: etree._Element, base: str) -> tuple[Literal["urlset", "index"], str]:
-    name = etree.QName(root).localname if isinstance(root.tag, str) else ""
+    name = split_tag(root)[0]
     if name == "urlset":
         return "urlset", _ns(root)
     if name == "sitemapindex":
@@ -315,7 +315,21 @@ def _ns(elem: etree._Element) -> str:
     """Namespace URI of an element ("" for none; a sentinel for entity and other nodes)."""
     if not isinstance(elem.tag, str):
         return "\0"
-    return etree.QName(elem).namespace or ""
+    return split_tag(elem)[1]
+
+
+def split_tag(elem: etree._Element) -> tuple[str, str]:
+    """(local name, namespace URI) of an element; ("", "") for entity, comment or PI nodes.
+    The recovering parse keeps an undeclared prefix in the name (``image:image`` without
+    ``xmlns:image``), which ``etree.QName`` refuses with ValueError: such a name is taken
+    whole, in no namespace, so the entry around it is still read."""
+    tag = elem.tag
+    if not isinstance(tag, str):
+        return "", ""
+    if tag[:1] == "{":
+        namespace, _, local = tag[1:].partition("}")
+        return local, namespace
+    return tag, ""
 
 
 def _free(elem: etree._Element) -> None:
@@ -334,7 +348,7 @@ def _entry(elem: etree._Element, namespace: str, base: str, rule: _LocationRule,
     fields: dict[str, tuple[str | None, int]] = {}
     for child in elem:
         if isinstance(child.tag, str) and _ns(child) == namespace:
-            name = etree.QName(child).localname
+            name = split_tag(child)[0]
             if name not in fields:
                 fields[name] = (_plain_text(child), child.sourceline or 0)
     line = elem.sourceline or 0
