@@ -54,8 +54,6 @@ LISTED_PRIORITY = DISCOVERY
 #: Seconds of slack under which a server's Last-Modified is just the time of the response
 #: (a dynamic page stamped "now"), not a change date (DESIGN.md §6, as refresh.last_modified).
 STAMP_TOLERANCE_S = 2.0
-#: Bytes of a body looked at to find its first element.
-SNIFF_BYTES = 1024
 #: Kind of the errors row that carries what a sitemap or feed parser noted (the listing
 #: itself was read and stays an XML page).
 NOTICE_KIND = "publication"
@@ -78,8 +76,10 @@ _KINDS: dict[bytes, Kind] = {b"urlset": "sitemap", b"sitemapindex": "sitemap",
 def sniff_publication(body: bytes) -> Kind | None:
     """"sitemap" or "feed" when the first element of ``body`` is a sitemap's (``urlset``,
     ``sitemapindex``) or a feed's (``rss``, ``rdf:RDF``, ``feed``), else None. Cheap: one
-    pass over the first :data:`SNIFF_BYTES` bytes (the parsers check the namespaces)."""
-    name = first_element(body[:SNIFF_BYTES])
+    pass over the prolog, however long (a generator's banner comment, a DOCTYPE's internal
+    subset: a sitemap whose root came after a fixed head was stored as a plain document,
+    silently); the parsers check the namespaces."""
+    name = first_element(body)
     return None if name is None else _KINDS.get(name)
 
 
