@@ -6,6 +6,8 @@ import os
 import signal
 import threading
 
+import pytest
+
 from xyro.service.signals import StopHandler, handle_signals
 
 
@@ -84,3 +86,22 @@ def test_the_first_signal_is_logged_by_a_thread_never_by_the_handler(monkeypatch
             deadline.wait(0.05)
     assert len(logged) == 1 and logged[0][0].startswith("received SIGTERM: stopping")
     assert logged[0][1] is False      # not logged from the main thread, i.e. not the handler
+
+
+def test_a_sigterm_ends_a_one_shot_command_through_its_cleanups(tmp_path) -> None:
+    # `xyro rank` stopped by systemctl stop or timeout left its slice files (gigabytes on a
+    # large graph) in the database's folder: Python's default SIGTERM skips every cleanup.
+    import tempfile
+
+    from xyro.service.signals import exit_on_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    made = []
+    with pytest.raises(SystemExit) as info:
+        with exit_on_sigterm(), tempfile.TemporaryDirectory(dir=tmp_path) as folder:
+            made.append(folder)
+            os.kill(os.getpid(), signal.SIGTERM)
+            threading.Event().wait(10)   # the handler raises at once, not after this
+    assert info.value.code == 128 + signal.SIGTERM
+    assert made and not os.path.exists(made[0])
+    assert signal.getsignal(signal.SIGTERM) is before

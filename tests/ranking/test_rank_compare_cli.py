@@ -132,6 +132,8 @@ def test_rank_edges_without_compare_is_unchanged(tmp_path: Path, edge_file: Edge
     report = _json(_run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges",
                         str(edge_file[0]), "--top", "3", "--json"))
     assert report["pages"] == edge_file[1] and len(report["top_importance"]) == 3
+    values = [value for _, value in report["top_importance"]]
+    assert values == sorted(values, reverse=True)   # best first, as printed
     assert "inflow" not in report
 
 
@@ -325,7 +327,10 @@ def test_database_compare_out_of_core_gives_the_same_figures(
     ({"n": np.array(3.5)}, "n must be one whole number"),
     ({"n": np.array(-1)}, "n must be one whole number"),
     ({"n": np.array(3), "xml": np.array([True])}, "xml must hold one flag per page (3)"),
-], ids=["n-vector", "n-float", "n-negative", "xml-length"])
+    # Converted to bool, "false" and NaN were True: every page silently XML.
+    ({"n": np.array(3), "xml": np.array(["false", "false", "true"])}, "xml must be booleans"),
+    ({"n": np.array(3), "xml": np.array([np.nan, 0.0, 1.0])}, "xml must be booleans"),
+], ids=["n-vector", "n-float", "n-negative", "xml-length", "xml-strings", "xml-floats"])
 def test_malformed_edge_arrays_are_one_error_line(tmp_path: Path, arrays: dict,
                                                   words: str) -> None:
     path = tmp_path / "odd.npz"
@@ -336,8 +341,23 @@ def test_malformed_edge_arrays_are_one_error_line(tmp_path: Path, arrays: dict,
 
 
 def test_an_edge_file_too_large_for_memory_is_one_error_line(tmp_path: Path) -> None:
+    # Refused before any array of n entries is made: 3e9 pages in a 756-byte file took
+    # 23 GB before the page-id limit was checked, and the machine's OOM killer struck.
     path = tmp_path / "huge.npz"
-    np.savez(path, n=np.array(10**13), src=np.array([0]), dst=np.array([1]))
+    np.savez(path, n=np.array(3 * 10**9), src=np.array([0]), dst=np.array([1]))
     result = _run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges", str(path))
     assert result.exit_code == 1, result.output
-    assert "not enough memory" in result.stderr and "Traceback" not in result.stderr
+    assert "more than the 2147483647 a graph may hold" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_edge_file_whose_members_are_not_arrays_is_one_error_line(tmp_path: Path) -> None:
+    import zipfile
+
+    path = tmp_path / "junk.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        for name in ("n", "src", "dst"):
+            z.writestr(f"{name}.npy", b"not numpy at all")
+    result = _run(_config(tmp_path, tmp_path / "x.db"), "rank", "--edges", str(path))
+    assert result.exit_code == 1, result.output
+    assert "n is not a numpy array" in result.stderr and "Traceback" not in result.stderr

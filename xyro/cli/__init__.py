@@ -33,6 +33,7 @@ from xyro.crawl.frontier import URGENT
 from xyro.errors import UsageError, XyroError, permission_message
 from xyro.service import numba_cache
 from xyro.service.logs import log_fatal
+from xyro.service.signals import exit_on_sigterm
 
 log = logging.getLogger("xyro.cli")
 
@@ -393,13 +394,15 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
         click.echo(json.dumps(report, sort_keys=True) if as_json else format_status(report))
         return
     try:
-        if compare:
-            from xyro.jobs.opic_compare import compare_opic
-            report = compare_opic(app, edges, reads, lambda line: click.echo(line, err=True))
-        else:
-            summary = (rank_edges(edges, app, progress, top, cluster) if edges is not None
-                       else run_rank(app, progress, top, cluster))
-            report = summary.as_dict()
+        with exit_on_sigterm():   # its temporary slice files are removed on the way out
+            if compare:
+                from xyro.jobs.opic_compare import compare_opic
+                report = compare_opic(app, edges, reads,
+                                      lambda line: click.echo(line, err=True))
+            else:
+                summary = (rank_edges(edges, app, progress, top, cluster)
+                           if edges is not None else run_rank(app, progress, top, cluster))
+                report = summary.as_dict()
     except ConvergenceError as exc:
         raise XyroError(f"ranking did not converge: {exc} (config keys ranking.max_iter, "
                         "ranking.tolerance, ranking.damping)") from None

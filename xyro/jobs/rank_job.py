@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ranking.graph import LinkGraph
+from ranking.graph import INT32_MAX as MAX_PAGES, LinkGraph
 from ranking.importance import direct_importance
 from ranking.interest import inverse_interest
 from ranking.outofcore import rank_out_of_core
@@ -310,17 +310,28 @@ def _edge_arrays(path: Path | str, data: Any) -> tuple[LinkGraph, np.ndarray]:
     missing = {"n", "src", "dst"} - set(data.files)
     if missing:
         raise ValueError(f"{path}: missing arrays {sorted(missing)}; need n, src, dst")
-    n_array = data["n"]
+    arrays = {name: data[name] for name in ("n", "src", "dst", "xml") if name in data.files}
+    for name, value in arrays.items():   # a member without numpy's header reads as bytes
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"{path}: {name} is not a numpy array; give a file saved by "
+                             "numpy.savez with arrays n, src, dst")
+    n_array = arrays["n"]
     if n_array.shape != () or n_array.dtype.kind not in "iu" or int(n_array) < 0:
         raise ValueError(f"{path}: n must be one whole number ≥ 0 (the page count), got "
                          f"an array of shape {n_array.shape} and type {n_array.dtype}")
     n = int(n_array)
-    graph = LinkGraph.from_edges(data["src"], data["dst"], n)
-    mask = data["xml"].astype(bool) if "xml" in data.files else np.zeros(n, dtype=bool)
+    if n > MAX_PAGES:   # before any array of n entries is made (a few bytes asked for 24 GB)
+        raise ValueError(f"{path}: n = {n} pages, more than the {MAX_PAGES} a graph may hold "
+                         "(32-bit page ids)")
+    graph = LinkGraph.from_edges(arrays["src"], arrays["dst"], n)
+    mask = arrays.get("xml", np.zeros(n, dtype=bool))
+    if mask.dtype != bool and not (mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all()):
+        # "false" as a string, or NaN, converted to True: every page silently XML
+        raise ValueError(f"{path}: xml must be booleans (or 0/1), got type {mask.dtype}")
     if mask.shape != (n,):
         raise ValueError(f"{path}: xml must hold one flag per page ({n}), got shape "
                          f"{mask.shape}")
-    return graph, mask
+    return graph, mask.astype(bool)
 
 
 def rank_edges_file(path: Path | str, params: RankParams = RankParams(),

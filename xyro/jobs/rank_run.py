@@ -68,8 +68,9 @@ class RankSummary:
             "importance_residual": r.importance_residuals[-1] if r.importance_residuals else None,
             "interest_iterations": r.interest_iterations,
             "interest_residual": r.interest_residuals[-1] if r.interest_residuals else None,
-            "top_importance": dict(self.top_importance),
-            "top_interest": dict(self.top_interest),
+            # [url, value] pairs, best first: an object's keys were printed sorted by name.
+            "top_importance": [list(pair) for pair in self.top_importance],
+            "top_interest": [list(pair) for pair in self.top_interest],
         }
 
 

@@ -92,3 +92,22 @@ def handle_signals(stop: threading.Event, reload: threading.Event | None = None,
             signal.signal(s, h)
         done.set()
         announcer.join(timeout=1.0)
+
+
+@contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """For a one-shot command (``xyro rank``): a SIGTERM (``systemctl stop``, ``timeout``, a
+    cron wrapper) ends it as ``SystemExit(143)``, so that its temporary folders (a ranking's
+    slice files, gigabytes on a large graph) and transactions are cleaned up on the way out;
+    Python's default ends the process at once. Only in the main thread (signals go there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
