@@ -448,7 +448,8 @@ def failed_refetches(conn: sqlite3.Connection, failures: Sequence[FailedRefetch]
 
 
 def _refusal_times(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[float]]:
-    """When robots.txt refused each of ``ids`` (pages it forbids now: a handful of rows)."""
+    """When robots.txt refused each of ``ids``: a read of the robots.txt refusals (index
+    ``errors_kind_at``), made only for a batch with stored pages robots.txt now forbids."""
     times: dict[int, list[float]] = {}
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]

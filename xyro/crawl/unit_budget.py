@@ -116,11 +116,12 @@ class UnitBudget:
         last reservation (unit, unit_s, count) when that is larger (module doc: fetches a
         kill left without records count as unread pages' share, the most it may have been)."""
         self._roll(now)
-        if row is not None and row.unit == self.unit and not row.ended:
-            self._spent = [row.refresh, row.discovery, row.urgent]
-            self._saved = row.fetched
+        ran = row if row is not None and row.unit == self.unit else None  # this unit's row
+        if ran is not None and not ran.ended:
+            self._spent = [ran.refresh, ran.discovery, ran.urgent]
+            self._saved = ran.fetched
         if reserved is not None and tuple(reserved[:2]) == (self.unit, self.unit_s) \
-                and not (row is not None and row.unit == self.unit and row.ended):
+                and not (ran is not None and ran.ended):
             self._spent[1] += max(0, min(int(reserved[2]), self.bandwidth) - self.fetched)
             self._reserved = self.fetched
 

@@ -66,10 +66,11 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     """Every link of ``tree`` (parsed with ``base_url=url``), canonical, in document order."""
     out: list[XmlLink] = []
     root = tree.getroot()
-    # The xml:base chain, as a stack kept along the walk: (element carrying xml:base, the base
-    # it sets), innermost last. lxml's ``el.base`` would walk every ancestor for every link,
-    # minutes for a document of deeply nested xml:base elements.
-    bases: list[tuple[etree._Element, str]] = []
+    # The xml:base chain, as a stack kept along the walk: (the first element after the subtree
+    # of an element carrying xml:base, or None at the document's end; the base it sets),
+    # innermost last. lxml's ``el.base`` would walk every ancestor for every link, minutes
+    # for a document of deeply nested xml:base elements.
+    bases: list[tuple[etree._Element | None, str]] = []
     resolvers: dict[str, Resolver] = {url: Resolver(url)}  # the base is split once, not per link
     plain = plain_directory(url)   # fast joins outside every xml:base
     templates = _is_stylesheet(root)
@@ -102,17 +103,16 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
     # Tag and attribute names repeat throughout a document: classify each name once.
     element_kinds: dict[str, str | None] = {}
     roles: dict[tuple[str, str], str | None] = {}
-    for event, el in etree.iterwalk(root, events=("start", "end"), tag=etree.Element):
-        if event == "end":
-            if bases and bases[-1][0] is el:
-                bases.pop()
-            continue
+    for el in root.iter(etree.Element):
+        while bases and bases[-1][0] is el:   # past the subtree of the innermost xml:base
+            bases.pop()
         tag = el.tag
         own_base = el.get(_XML_BASE)
         if own_base is not None:   # it covers the element's own attributes too
             # urljoin, not the crawl's resolver: a base of a scheme the crawl does not follow
             # (file:, ftp:, urn:) is a base still, and the links under it are not crawlable.
-            bases.append((el, urljoin(bases[-1][1] if bases else url, own_base)))
+            bases.append((_after_subtree(el),
+                          urljoin(bases[-1][1] if bases else url, own_base)))
         kind = element_kinds.get(tag, _UNSEEN)
         if kind is _UNSEEN:
             kind = element_kinds[tag] = _element_kind(tag)
@@ -136,6 +136,19 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
 
 
 _UNSEEN = "?"
+
+
+def _after_subtree(el: etree._Element) -> etree._Element | None:
+    """The first element after ``el``'s subtree in document order (None: the document ends
+    first): its next element sibling, or its nearest ancestor's. O(depth), once per element
+    carrying xml:base, where the walk itself stays a plain ``iter``."""
+    node: etree._Element | None = el
+    while node is not None:
+        following = next(node.itersiblings(etree.Element), None)
+        if following is not None:
+            return following
+        node = node.getparent()
+    return None
 
 
 def _element_kind(tag: str) -> str | None:
