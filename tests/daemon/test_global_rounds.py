@@ -17,11 +17,14 @@ import pytest
 
 from metadata import FetchRecord, MetadataStore, PageType
 from metadata.writer import Writer
+from xyro.app import App
 from xyro.clock import ManualClock
+from xyro.config_load import load_config
 from xyro.config import GlobalEstimateConfig
 from xyro.jobs.global_round import GlobalRounds
 from xyro.jobs.global_round_state import STATE_KEY, RoundState
 from xyro.jobs.global_stored import score_stored, stored_domain
+from xyro.jobs.rank_run import run_rank
 from xyro.net.urls import Scope
 
 T0 = 1_700_000_000.0
@@ -156,15 +159,50 @@ def test_a_finished_estimate_is_written_again_after_a_restart_only_when_global(
             if rounds.state.pending:
                 _fetch_outside(writer, list(rounds.state.pending))
         writer.flush()
-        assert not rounds.write_importance()
+        assert rounds.step().finished
+        writer.flush()
         assert all(v is None for v in _importance(store).values())
         again = _rounds(store, writer, queued, importance="global")
-        assert not again.write_importance()   # nothing computed yet in this process
-        assert again.step().finished and again.write_importance()
+        assert again.step().finished
         writer.flush()
         assert sum(v or 0.0 for v in _importance(store).values()) == pytest.approx(6.0)
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize("importance", ["global", "local"])
+def test_a_ranking_run_by_hand_keeps_a_finished_estimate_only_when_global(
+        store: MetadataStore, importance: str) -> None:
+    """``xyro rank`` writes PageRank over every page; with ``importance: global`` the
+    in-scope pages get the finished estimate back, as after the daemon's own ranking."""
+    writer = store.writer()
+    try:
+        _fetch_in_scope(writer, IN)
+        rounds = _rounds(store, writer, [], importance="global")
+        while not rounds.step().finished:
+            if rounds.state.pending:
+                _fetch_outside(writer, list(rounds.state.pending))
+        writer.flush()
+    finally:
+        writer.close()
+    stored = stored_domain(store, SCOPE)
+    estimate = score_stored(stored, "sc_learned", "within", 0.85).estimate * len(stored.local)
+
+    app = App(load_config(None, {}, [
+        'seeds=["http://in.example/"]', f"storage.database={store.path}",
+        f"storage.warehouse_dir={store.path.parent / 'warehouse'}",
+        "ranking.global_estimate.enabled=true",
+        "ranking.global_estimate.extra_pages_per_local_page=1.0",
+        "ranking.global_estimate.rounds=3",
+        f"ranking.global_estimate.importance={importance}"]), ManualClock(T0))
+    summary = run_rank(app)
+    got = np.array([_importance(store)[stored.urls[int(j)]] for j in stored.local])
+    if importance == "global":
+        assert summary.global_estimate_pages == len(IN)
+        np.testing.assert_allclose(got, estimate, rtol=1e-12)
+    else:
+        assert summary.global_estimate_pages == 0
+        assert not np.allclose(got, estimate, rtol=1e-3)   # the ranking's PageRank
 
 
 def test_a_restart_forgets_pending_pages_the_admission_now_refuses(

@@ -18,8 +18,9 @@ Each check (every ``ranking.global_estimate.check_interval_s``) does one of:
 - **finish** after the last round (or when no candidate is left), recording the last
   estimate's L1 distance from local PageRank. With ``importance: global`` the estimate then
   becomes the importance of the in-scope pages, r_i = n·f_i (mean 1 over L, as the ranking
-  job's N·PR_i is over all pages, DESIGN.md §5), and :meth:`GlobalRounds.write_importance`
-  writes it again after every ranking run, which would overwrite it.
+  job's N·PR_i is over all pages, DESIGN.md §5), and every ranking run, the daemon's or
+  ``xyro rank`` by hand, writes it again after its own (:func:`finished_importance`),
+  which would overwrite it.
 
 The state (:class:`RoundState`) is saved in the store's ``state`` table after every change,
 through the writer and after the frontier's own records, so a restart continues the rounds:
@@ -68,15 +69,16 @@ class GlobalRounds:
         self._record = record
         self._clock = clock
         self.state = self._stored_state()
-        # (URL ids, importance) of the in-scope pages once finished, with importance: global
-        self._importance: tuple[np.ndarray, np.ndarray] | None = None
+        # The estimate written as importance in this process (a restart writes it once more:
+        # importance may have turned global since the rounds finished).
+        self._written = False
         self._check_scope()
 
     def step(self) -> RoundState:
         self._check_scope()
         state = self.state
         if state.finished:
-            if self._global_importance and self._importance is None:  # after a restart
+            if self._global_importance and not self._written:  # after a restart
                 stored = stored_domain(self._store, self._scope)
                 self._keep_estimate(stored.local, self._score(stored).estimate)
             return state
@@ -139,7 +141,7 @@ class GlobalRounds:
             log.warning("global estimate: the scope changed since its rounds began (round %d "
                         "of %d, %d of %d extra pages queued): they start again for the new "
                         "scope", state.round, state.rounds, state.spent, state.budget)
-            self._importance = None
+            self._written = False
             state = RoundState()
         self._save(replace(state, scope=scope))
 
@@ -152,28 +154,18 @@ class GlobalRounds:
                  n, int(sizes.sum()), len(sizes))
         return replace(state, budget=int(sizes.sum()), rounds=len(sizes))
 
-    def write_importance(self) -> bool:
-        """Write the estimate as the in-scope pages' importance again (after a ranking run);
-        False when there is none to write (not finished, or ``importance: local``)."""
-        if self._importance is None:
-            return False
-        ids, values = self._importance
-        self._record(SetRanks(ids, importance=values))
-        return True
-
     @property
     def _global_importance(self) -> bool:
         return self._settings.importance == "global"
 
     def _score(self, stored: StoredDomain) -> StoredRound:
-        return score_stored(stored, self._settings.selector, self._settings.out_degree,
-                            self._damping)
+        return _score(stored, self._settings, self._damping)
 
     def _keep_estimate(self, local: np.ndarray, estimate: np.ndarray) -> None:
         """With ``importance: global``: r_i = n·f_i for the in-scope pages, written now."""
         if self._global_importance:
-            self._importance = (local + 1, estimate * len(local))  # node id = URL id - 1
-            self.write_importance()
+            self._record(SetRanks(*_importance(local, estimate)))
+            self._written = True
 
     def _round_sizes(self, n: int) -> Any:
         # At least one page: a budget that rounds to 0 would never start the rounds.
@@ -210,3 +202,33 @@ class GlobalRounds:
                                      out_degree=self._settings.out_degree)
         self._record(SetState(STATE_KEY, state.to_json()))
         return state
+
+
+def finished_importance(settings: GlobalEstimateConfig, damping: float, scope: Scope,
+                        store: MetadataStore) -> tuple[np.ndarray, np.ndarray] | None:
+    """(URL ids, importance n·f_i) of the in-scope pages, from the estimate of the stored
+    domain, when the rounds saved in ``store`` finished under ``scope`` and ``settings``
+    make the estimate the importance (``enabled``, ``importance: global``); else None.
+
+    A ranking run writes PageRank over every page: it calls this after its own write-back,
+    so the in-scope pages keep the estimate whoever ran it (the daemon, ``xyro rank``)."""
+    if not (settings.enabled and settings.importance == "global"):
+        return None
+    try:
+        state = RoundState.from_stored(store.get_state(STATE_KEY))
+    except ValueError:
+        return None   # the daemon says so and starts the rounds again
+    if not state.finished or state.scope != scope.fingerprint():
+        return None
+    stored = stored_domain(store, scope)
+    return _importance(stored.local, _score(stored, settings, damping).estimate)
+
+
+def _score(stored: StoredDomain, settings: GlobalEstimateConfig,
+           damping: float) -> StoredRound:
+    return score_stored(stored, settings.selector, settings.out_degree, damping)
+
+
+def _importance(local: np.ndarray, estimate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """r_i = n·f_i (mean 1 over L) by URL id (node id = URL id - 1)."""
+    return local + 1, estimate * len(local)

@@ -36,9 +36,11 @@ from metadata import JobRun, MetadataStore, SetRanks
 from ranking.results import ProgressFn
 from ranking.slices import StopCheck, stop_point
 from ranking.sweep import SolverParams
-from xyro.app import App
+from xyro.app import App, scope_seeds
 from xyro.config import RankingConfig
 from xyro.errors import XyroError
+from xyro.jobs.global_round import finished_importance
+from xyro.jobs.global_stored import config_scope
 from xyro.jobs.rank_cluster import ClusterSession, open_cluster
 from xyro.jobs.rank_job import (RankParams, RankReport, fits_in_memory, rank_edges_file,
                                 rank_graph, rank_stream, read_csr)
@@ -58,6 +60,7 @@ class RankSummary:
     report: RankReport
     top_importance: tuple[tuple[str, float], ...]
     top_interest: tuple[tuple[str, float], ...]
+    global_estimate_pages: int = 0   # in-scope pages given the global estimate instead
 
     def as_dict(self) -> dict[str, Any]:
         r = self.report
@@ -71,6 +74,7 @@ class RankSummary:
             # [url, value] pairs, best first: an object's keys were printed sorted by name.
             "top_importance": [list(pair) for pair in self.top_importance],
             "top_interest": [list(pair) for pair in self.top_interest],
+            "global_estimate_pages": self.global_estimate_pages,
         }
 
 
@@ -157,11 +161,30 @@ def rank_store(app: App, store: MetadataStore, submit: Callable[[Any], None],
     opic_source = app.config.ranking.importance == "opic"
     _write_back(submit, ids, None if opic_source else report.importance, interest,
                 flush, check_stop)
+    global_pages = _keep_global_estimate(app, store, submit, flush)
     finished = app.clock.now()  # durations on the injected clock, as JobRun's times
     submit(JobRun("rank", started, finished, "ok",
                   f"{n} pages, {m} links, {finished - started:.1f} s"))
     tops = [_top(store.url_of, ids, values, top) for values in (report.importance, interest)]
-    return RankSummary(n, m, report, tops[0], tops[1])
+    return RankSummary(n, m, report, tops[0], tops[1], global_pages)
+
+
+def _keep_global_estimate(app: App, store: MetadataStore, submit: Callable[[Any], None],
+                          flush: Callable[[], None] | None) -> int:
+    """Write the finished global PageRank estimate again as the in-scope pages' importance
+    (``ranking.global_estimate.importance: global``, DESIGN.md §5), which the write-back
+    just overwrote with PageRank; the number of pages it covers (0: none to keep)."""
+    cfg = app.config
+    kept = finished_importance(cfg.ranking.global_estimate, cfg.ranking.damping,
+                               config_scope(cfg, scope_seeds(app, store)), store)
+    if kept is None:
+        return 0
+    submit(SetRanks(*kept))
+    if flush is not None:
+        flush()
+    log.info("the %d in-scope pages keep the global PageRank estimate as importance",
+             len(kept[0]))
+    return len(kept[0])
 
 
 def _rank(store: MetadataStore, params: RankParams, n: int, m: int,

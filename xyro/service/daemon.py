@@ -216,8 +216,6 @@ class Daemon:
                 return
             log.info("ranked %d pages, %d links in %.1f s", summary.pages, summary.links,
                      summary.report.seconds)
-            if self._rounds is not None and self._rounds.write_importance():
-                log.info("in-scope pages keep the global PageRank estimate as importance")
             self.jobs.ranked(summary.report.seconds)
 
     @contextmanager
