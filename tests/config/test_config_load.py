@@ -116,9 +116,9 @@ def test_normalization(load: Callable[..., XyroConfig]) -> None:
 def test_billion_laughs_ends_quickly_in_an_error(fails: Callable[..., ConfigError]) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
-    start = time.monotonic()
+    start = time.process_time()
     err = fails("\n".join(lines) + "\n")
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
     assert err.key == "a0" and "unknown key" in err.reason
 
 

@@ -43,22 +43,22 @@ def test_billion_laughs_ends_in_error_fast_and_small() -> None:
     decls = "".join(f'<!ENTITY l{i} "{("&l%d;" % (i - 1)) * 10 if i else "lol"}">'
                     for i in range(10))
     body = f'<?xml version="1.0"?><!DOCTYPE z [{decls}]><z>&l9;</z>'.encode()
-    before, t0 = _rss(), time.perf_counter()
+    before, t0 = _rss(), time.process_time()
     res = load_document(body, DOC, EntityCache())
     assert res.status is LoadStatus.ERROR and res.error_kind == "parse"
     assert "amplification" in res.error_detail or "loop" in res.error_detail
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert _rss() - before < 50 * 2**20
 
 
 def test_quadratic_blowup_ends_in_error() -> None:
     body = (b'<!DOCTYPE x [<!ENTITY a "' + b"A" * 100_000 + b'">]><x>' + b"&a;" * 30_000
             + b"</x>")
-    before, t0 = _rss(), time.perf_counter()
+    before, t0 = _rss(), time.process_time()
     res = load_document(body, DOC, EntityCache())
     assert res.status is LoadStatus.ERROR and res.error_kind == "parse"
     assert "amplification" in res.error_detail
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert _rss() - before < 100 * 2**20
 
 

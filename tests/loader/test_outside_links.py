@@ -104,9 +104,9 @@ def test_an_entity_bomb_ends_at_once_with_no_links() -> None:
                     for i in range(10))
     body = (f'<?xml version="1.0"?><!DOCTYPE z [{decls}]><z><a href="/a.html">&l9;&l9;</a>'
             f'</z>').encode()
-    before, started = psutil.Process().memory_info().rss, time.perf_counter()
+    before, started = psutil.Process().memory_info().rss, time.process_time()
     assert _urls(body) == []
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert psutil.Process().memory_info().rss - before < 50 * 2**20
 
 

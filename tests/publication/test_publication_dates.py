@@ -34,7 +34,7 @@ def _crawl(dates: PublishedDates, honest: bool, seed: int) -> list[float | None]
     answers: list[float | None] = []
     previous: dict[str, float] = {}
     for day in range(1, 40):
-        read_at = day * DAY
+        read_at = day * DAY + 7 * 3600.0   # not midnight UTC, which a day's date would be
         listing = [(url, _last_change(ch, read_at) if honest else read_at)
                    for url, ch in pages.items()]
         dates.listed(source, listing, read_at)

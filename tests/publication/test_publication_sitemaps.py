@@ -118,14 +118,14 @@ def test_gzip_bomb_stops_at_the_cap_with_bounded_memory() -> None:
     bomb = _bomb(256)  # 256 MiB of zeros in about 250 KB
     assert len(bomb) < 2**20
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         with pytest.raises(SitemapError, match=r"more than 52428800 bytes \(cap\)"):
             parse_sitemap(bomb, BASE + ".gz")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert peak < 3 * 50 * 2**20, f"peak {peak / 2**20:.0f} MiB for a 50 MiB cap"
 
 
@@ -192,9 +192,9 @@ def test_entries_without_usable_loc_are_skipped() -> None:
 
 def test_url_cap_truncates_with_a_note() -> None:
     body = urlset(*(url(f"http://example.com/catalog/{i}") for i in range(MAX_SITEMAP_URLS + 7)))
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse_sitemap(body, BASE)
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert len(parsed.entries) == MAX_SITEMAP_URLS
     assert parsed.entries[-1].url == f"http://example.com/catalog/{MAX_SITEMAP_URLS - 1}"
     assert parsed.errors == (f"more than {MAX_SITEMAP_URLS} entries; the rest are ignored",)
@@ -266,9 +266,9 @@ def test_billion_laughs_is_not_expanded() -> None:
     body = (f'<?xml version="1.0"?>\n<!DOCTYPE urlset [{"".join(entities)}]>\n'
             f'<urlset xmlns="{NS}"><url><loc>http://example.com/catalog/&l9;</loc></url>'
             '<url><loc>http://example.com/catalog/fine</loc></url></urlset>').encode()
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse_sitemap(body, BASE)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     # libxml2 refuses the amplification outright; recovery keeps nothing expanded.
     assert set(e.url for e in parsed.entries) <= {"http://example.com/catalog/fine"}
     assert "haha" not in repr(parsed)
@@ -278,14 +278,14 @@ def test_billion_laughs_is_not_expanded() -> None:
 def test_deep_nesting_and_invalid_utf8_end_bounded() -> None:
     deep = urlset("<url>" + "<x>" * 100_000 + "</x>" * 100_000
                   + "<loc>http://example.com/catalog/d</loc></url>")
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         parsed = parse_sitemap(deep, BASE)
     except SitemapError as exc:
         assert "well-formed" in str(exc)
     else:
         assert len(parsed.entries) <= 1
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     broken = urlset(url("http://example.com/catalog/ok")).replace(b"ok", b"o\xff\xfek")
     try:
         parsed = parse_sitemap(broken, BASE)

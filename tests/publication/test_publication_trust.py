@@ -68,6 +68,52 @@ def test_judge(changed: bool, published: float, read_at: float, outcome: Outcome
     assert judge(100.0, 200.0, changed, published, read_at) is outcome
 
 
+D = float(timegm((2024, 3, 10, 0, 0, 0)))   # a calendar day's date: midnight UTC
+H = 3600.0
+
+
+@pytest.mark.parametrize("t0, t1, changed, read_at, outcome", [
+    # the day spans the previous fetch: the change may lie on either side of it
+    (D + 10 * H, D + 34 * H, True, D + 40 * H, Outcome.UNDECIDABLE),   # an instant: MISSED
+    # the day spans the fetch: the page may have changed after it, that day
+    (D - 4 * H, D + 8 * H, False, D + 40 * H, Outcome.UNDECIDABLE),    # an instant: DISAGREE
+    (D - 2 * DAY, D + 3 * DAY, True, D + 4 * DAY, Outcome.AGREE),      # the day inside
+    (D - 2 * DAY, D + 3 * DAY, False, D + 4 * DAY, Outcome.DISAGREE),
+    (D + 2 * DAY, D + 4 * DAY, False, D + 5 * DAY, Outcome.AGREE),     # the day before t0
+    (D + 2 * DAY, D + 4 * DAY, True, D + 5 * DAY, Outcome.MISSED),
+    (D + 2 * DAY, D + 4 * DAY, True, D + 3 * DAY, Outcome.UNDECIDABLE),
+])
+def test_judge_a_calendar_day_as_its_span_in_any_time_zone(
+        t0: float, t1: float, changed: bool, read_at: float, outcome: Outcome) -> None:
+    assert judge(t0, t1, changed, D, read_at) is outcome
+    # the same date as an instant (00:00:01Z) is judged as before
+    assert judge(D - 2 * DAY, D + 3 * DAY, True, D + 1, D + 4 * DAY) is Outcome.AGREE
+    assert judge(D + 10 * H, D + 34 * H, True, D + 1, D + 40 * H) is Outcome.MISSED
+
+
+def test_tomorrows_date_is_in_the_future_only_when_no_time_zone_has_reached_it() -> None:
+    # 11:00 UTC on D is already D + 1 in UTC+14 (earliest D + 1 - 14 h = D + 10 h)
+    assert judge(D - 3 * DAY, D + 10 * H, True, D + DAY, D + 11 * H) is Outcome.UNDECIDABLE
+    assert judge(D - 3 * DAY, D + 10 * H, True, D + 2 * DAY, D + 11 * H) is Outcome.FUTURE
+    trust = PublishedDateTrust()
+    assert trust.observe_listing(D + DAY, D + 11 * H) is None
+    assert trust.observe_listing(D + 2 * DAY, D + 11 * H) is Outcome.FUTURE
+
+
+def test_an_honest_source_giving_calendar_days_is_trusted() -> None:
+    """A site in UTC+9 lists the local day of each page's last change (``YYYY-MM-DD``), its
+    pages refetched every three days: every judged day agrees."""
+    def local_day(page: Page, at: float) -> float:
+        day = datetime.fromtimestamp(page.last_change(at) + 9 * H, tz=timezone.utc).date()
+        return float(timegm(day.timetuple()))
+
+    trust = run_source(local_day, random.Random(1), pages=30, rounds=16,
+                       trust=PublishedDateTrust(window=200), lastmod_format="%Y-%m-%d")
+    verdict = trust.verdict()
+    assert verdict.trusted, verdict.reason
+    assert verdict.bad == 0 and verdict.judged >= 100 and verdict.changes > 20
+
+
 def test_judge_refuses_bad_times() -> None:
     with pytest.raises(ValueError, match="after previous_fetch"):
         judge(200.0, 100.0, True, 150.0, 300.0)
@@ -93,7 +139,8 @@ class Page:
 
 
 def run_source(date_of, rng: random.Random, *, pages: int = 20, rounds: int = 12,
-               trust: PublishedDateTrust | None = None) -> PublishedDateTrust:
+               trust: PublishedDateTrust | None = None,
+               lastmod_format: str = "%Y-%m-%dT%H:%M:%SZ") -> PublishedDateTrust:
     """Crawl ``pages`` pages every 3 days; after each round, read a real sitemap whose
     lastmod values come from ``date_of(page, read_at)`` and judge the last interval."""
     trust = trust or PublishedDateTrust()
@@ -104,12 +151,12 @@ def run_source(date_of, rng: random.Random, *, pages: int = 20, rounds: int = 12
         now = start + r * 3 * DAY
         for i in range(pages):
             fetches[i].append(now + i * 60.0)
-        read_at = now + DAY
+        read_at = now + DAY + 5 * 3600.0   # not midnight UTC, which a day's date would be
         rows = []
         for i, page in enumerate(site):
             lastmod = datetime.fromtimestamp(date_of(page, read_at), tz=timezone.utc)
             rows.append(f"<url><loc>http://example.com/p{i}</loc>"
-                        f"<lastmod>{lastmod.strftime('%Y-%m-%dT%H:%M:%SZ')}</lastmod></url>")
+                        f"<lastmod>{lastmod.strftime(lastmod_format)}</lastmod></url>")
         body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
                 + "".join(rows) + "</urlset>").encode()
         parsed = parse_sitemap(body, "http://example.com/sitemap.xml")
