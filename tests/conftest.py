@@ -105,7 +105,8 @@ class RoutedSite:
     when each was (monotonic seconds); ``arrivals`` lists (time, path) of every request,
     robots.txt included; ``headers`` the request headers of each of ``requests``."""
 
-    def __init__(self, respond: Callable[[str], Answer], robots: str | None = None) -> None:
+    def __init__(self, respond: Callable[[str], Answer], robots: str | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.requests: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -135,9 +136,9 @@ class RoutedSite:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.base = f"http://{host}:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -147,11 +148,13 @@ class RoutedSite:
 
 @pytest.fixture
 def routed_site() -> Iterator[Callable[..., RoutedSite]]:
-    """``routed_site(respond, robots=None)``: a :class:`RoutedSite`, closed after the test."""
+    """``routed_site(respond, robots=None, host="127.0.0.1")``: a :class:`RoutedSite` (another
+    loopback address, 127.0.0.2, is another host), closed after the test."""
     sites: list[RoutedSite] = []
 
-    def make(respond: Callable[[str], Answer], robots: str | None = None) -> RoutedSite:
-        sites.append(RoutedSite(respond, robots))
+    def make(respond: Callable[[str], Answer], robots: str | None = None,
+             host: str = "127.0.0.1") -> RoutedSite:
+        sites.append(RoutedSite(respond, robots, host))
         return sites[-1]
     yield make
     for site in sites:

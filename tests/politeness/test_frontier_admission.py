@@ -106,6 +106,11 @@ def fetch(frontier: Frontier, clock: ManualClock) -> FrontierItem:
     ("http://other.example/p", 9, Source.GLOBAL_ESTIMATE, None),
     ("http://other.example/a.png", 1, Source.GLOBAL_ESTIMATE, "suffix"),
     ("http://other.example/x/y/x/y/x/y/", 1, Source.GLOBAL_ESTIMATE, "trap"),
+    # Denied domains and deny patterns bind every producer: never fetched means never.
+    ("http://denied.example/d.dtd", 1, Source.LOADER, "scope"),
+    ("http://other.example/private/d.dtd", 1, Source.LOADER, "scope"),
+    ("http://www.denied.example/p", 1, Source.GLOBAL_ESTIMATE, "scope"),
+    ("http://other.example/private/p", 1, Source.GLOBAL_ESTIMATE, "scope"),
 ])
 def test_one_admission_with_rules_per_source(clock: ManualClock, url: str, depth: int,
                                              source: Source, kind: str | None) -> None:

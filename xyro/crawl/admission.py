@@ -13,9 +13,11 @@ the configuration. The checks, in order (cheapest and most telling first):
     budget   pages per host per time unit (:meth:`TrapGuard.check`, counted)
 
 Which of them a producer passes depends on what it is (:data:`RULES`): the loader's DTDs
-live on other hosts, so loader needs skip depth, suffix and scope but not the scheme and the
-trap shapes; publication sources (sitemaps, feeds) skip the suffix list and the host
-budget; the global PageRank estimate's out-of-scope pages skip scope and depth; seeds pass
+live on other hosts, so loader needs skip depth, suffix and the scope's allowed domains but
+not the scheme and the trap shapes; publication sources (sitemaps, feeds) skip the suffix
+list and the host budget; the global PageRank estimate's out-of-scope pages skip the allowed
+domains and depth (denied domains and deny patterns bind every producer: never fetched
+means never, :meth:`xyro.net.urls.Scope.denied`); seeds pass
 the scope's explicit domain lists, while the default "hosts of the seeds" cannot refuse a
 seed; refreshes and restored rows were counted against the host budget when they were
 first admitted. robots.txt is not checked here: it needs a fetch, and
@@ -81,10 +83,12 @@ RULES: dict[Source, Rules] = {
     Source.PUBLICATION: Rules(suffix=False),
     Source.REFRESH: Rules(),
     Source.RESTORE: Rules(),
-    # DTDs and entities live on other hosts and at any depth; the shape checks still hold.
+    # DTDs and entities live on other hosts and at any depth; the shape checks, denied
+    # domains and deny patterns still hold.
     Source.LOADER: Rules(depth=False, suffix=False, scope=False),
     # The global PageRank estimate's pages are out of scope by definition, at any depth,
-    # and a few per round; suffixes and trap shapes still hold (DESIGN.md §5).
+    # and a few per round; suffixes, trap shapes, denied domains and deny patterns still
+    # hold (DESIGN.md §5).
     Source.GLOBAL_ESTIMATE: Rules(depth=False, scope=False),
 }
 
@@ -139,10 +143,10 @@ class Admission:
             return Refusal("depth", f"depth {depth} exceeds scope.max_depth {max_depth}")
         if rules.suffix and self.skip_suffixes and suffix_skipped(url, self.skip_suffixes):
             return Refusal("suffix", "its suffix is in crawler.skip_suffixes")
-        if rules.scope:
-            reason = self.scope.check(url, 0, seed=rules.seed)
-            if reason is not None:
-                return Refusal("scope", reason)
+        reason = (self.scope.check(url, 0, seed=rules.seed) if rules.scope
+                  else self.scope.denied(url))
+        if reason is not None:
+            return Refusal("scope", reason)
         traps = self.traps
         if traps is not None and rules.trap:
             reason = traps.check_shape(url)

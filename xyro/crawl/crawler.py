@@ -320,6 +320,11 @@ class Crawler:
             self._done.put(done)
             self._wake.set()
 
+    def _in_scope(self, url: str) -> bool:
+        """``url`` may be a warehouse document: the scope admits it (a DTD or entity need is
+        fetched wherever it lives, but an out-of-scope one is kept as an entity only)."""
+        return self.frontier.admission.scope.check(url, 0) is None
+
     def _process(self, item: FrontierItem) -> Done:
         if item.kind == "robots":
             return Done(item, self._fetch_robots(item.url, stop=self._stop), None)
@@ -334,8 +339,11 @@ class Crawler:
                               self.settings.max_url_length)
             ok = result.error_kind is None and result.status is not None and \
                 result.status < 300 and outcome.page_type != PageType.HTML   # not an entity
-            if ok and outcome.page_type == PageType.XML:  # an XML document used as an entity
-                return self._loaded(item, result, outcome, NEVER_FETCHED, None)
+            if ok and outcome.page_type == PageType.XML:
+                if self._in_scope(item.url):
+                    # an XML document used as an entity, and a warehouse document of its own
+                    return self._loaded(item, result, outcome, NEVER_FETCHED, None)
+                outcome = PageOutcome(PageType.DTD, signature=outcome.signature)  # a part only
             return Done(item, result, outcome,
                         version=loader.store_entity(item.url, result) if ok else None)
         prior = self._validators(item.url)

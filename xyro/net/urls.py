@@ -403,6 +403,21 @@ class Scope:
             return True
         return self._denied.matches(_bare_host(host))
 
+    def denied(self, url: str) -> str | None:
+        """Why ``url`` (canonical) may never be fetched, whoever asks for it (a denied domain,
+        a deny pattern, no http(s) host), or None: what binds the producers that may leave
+        the scope (a DTD's host, the global estimate's pages), as it binds every other."""
+        try:
+            host = _bare_host(_split_authority(url)[1])
+        except ValueError:
+            return "not an http(s) URL with a host"
+        if self._denied.matches(host):
+            return f"host {host} is in a denied domain"
+        for pat in self._deny:
+            if pat.search(url):
+                return f"matches deny pattern {pat.pattern!r}"
+        return None
+
     def check(self, url: str, depth: int, seed: bool = False) -> str | None:
         """None if ``url`` (canonical) at link ``depth`` is in scope, else the reason why not.
 
