@@ -44,7 +44,7 @@ from xyro.crawl.publishing import Publication, PublicationChannel, publication_o
 from xyro.crawl.work_items import Done, Resume
 from xyro.crawl.redirects import Redirects
 from xyro.crawl.retry_policy import PrerequisiteRetries, RetryPolicy
-from xyro.crawl.robots_answers import RobotsAnswers
+from xyro.crawl.robots_answers import DRAIN_BATCH, RobotsAnswers
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.stats import CrawlStats
 from xyro.loader.document import LoadError
@@ -255,7 +255,7 @@ class Crawler:
                 self.budget.record_spent(now)
 
     def _dispatch_items(self, now: float, max_pages: int | None) -> None:
-        budget = self.budget
+        budget, disallowed = self.budget, 0
         while self._in_flight < self.settings.workers:
             if max_pages is not None and self._pages_dispatched >= max_pages:
                 return
@@ -266,6 +266,10 @@ class Crawler:
                 return
             if item.kind == "disallowed":
                 self._unfetched(item, ErrorKind.ROBOTS, "disallowed by robots.txt")
+                disallowed += 1
+                if disallowed >= DRAIN_BATCH:   # a host's whole queue can be refused at once:
+                    self._wake.set()            # look at stops and results between batches
+                    return
                 continue
             if item.kind in PAGE_KINDS:
                 self._pages_dispatched += 1

@@ -32,8 +32,8 @@ UNREACHABLE = frozenset({ErrorKind.TIMEOUT, ErrorKind.CONNECT, ErrorKind.TRUNCAT
 #: not be fetched (no OPIC visit: ``xyro.crawl.opic_replay`` tells them apart by it).
 ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
 
-#: URLs of an origin given up on that are recorded per dispatcher round: a stop is seen
-#: between two batches, and the other hosts' results are not held up for long.
+#: URLs of an origin given up on, or refused by its robots.txt, recorded per dispatcher round:
+#: a stop is seen between two batches, and the other hosts' results are not held up for long.
 DRAIN_BATCH = 1000
 
 #: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
