@@ -455,12 +455,14 @@ class Crawler:
         outcome = self._redirects.outcome(item.url, result, outcome)
         if done.publication is not None:  # what its parser noted becomes an errors row
             outcome = done.publication.noted(outcome)
+            # Its pages are queued before its own record: a listing spans several of the
+            # writer's transactions, and a kill between them must leave the sitemap queued
+            # (read again at restart), never recorded with part of its pages lost. Read when
+            # its body was complete: a date stamped by the server while answering is no
+            # later than that (the fetch start would make it look like the future).
+            self._read_publication(item, done.publication, result.finished_at or now)
         self._record(item, result, outcome, now, done.version, done.prior)
         self.publication.answered(item.url, result.status)
-        if done.publication is not None:
-            # Read when its body was complete: a date stamped by the server while answering
-            # is no later than that (the fetch start would make it look like the future).
-            self._read_publication(item, done.publication, result.finished_at or now)
 
     def _record(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
                 now: float, version: XmlVersion | None = None,
