@@ -250,7 +250,7 @@ class BatchApplier:
             elif kind is FoundSeed:
                 rows[kind].append((op.url, op.priority, op.added_at, op.redirected_from))
             elif kind is HostDelay:
-                rows[kind].append((op.host, op.crawl_delay_s))
+                rows[kind].append((op.host, op.crawl_delay_s, op.started_at))
             elif kind is HostPause:
                 rows[kind].append((op.host, op.until))
             else:  # SetRanks, SetWeights, SetLastModifiedVerdicts, SaveOpic: vectorised,
@@ -414,8 +414,10 @@ class BatchApplier:
             many("UPDATE urls SET rate = ?, rate_source = ?, due_unit = ?, interval_units = ? "
                  "WHERE id = ?", rows[SetRefresh])
         if rows[HostDelay]:
-            many("INSERT INTO hosts (host, crawl_delay) VALUES (?, ?) ON CONFLICT (host) "
-                 "DO UPDATE SET crawl_delay = excluded.crawl_delay", rows[HostDelay])
+            many("INSERT INTO hosts (host, crawl_delay, last_fetch) VALUES (?, ?, ?) "
+                 "ON CONFLICT (host) DO UPDATE SET crawl_delay = excluded.crawl_delay, "
+                 "last_fetch = coalesce(max(coalesce(last_fetch, excluded.last_fetch), "
+                 "excluded.last_fetch), last_fetch)", rows[HostDelay])
         if rows[HostPause]:
             many("INSERT INTO hosts (host, paused_until) VALUES (?, ?) ON CONFLICT (host) "
                  "DO UPDATE SET paused_until = excluded.paused_until", rows[HostPause])

@@ -295,10 +295,13 @@ class FoundSeed:
 @dataclass(frozen=True, slots=True)
 class HostDelay:
     """A host's robots.txt Crawl-delay as last read (``hosts.crawl_delay``, schema 10): a
-    restart spaces the host's first request by it, before its robots.txt is read again."""
+    restart spaces the host's first request by it, before its robots.txt is read again.
+    ``started_at``: when that robots.txt request started, a request like any other: the
+    host's ``last_fetch`` when later than the one stored (a restart waits from it)."""
 
     host: str
     crawl_delay_s: float
+    started_at: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:

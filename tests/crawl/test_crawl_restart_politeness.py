@@ -6,6 +6,7 @@ server on 127.0.0.1 (its own request times), real crawls, real SQLite."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,26 @@ def test_a_restart_waits_the_delay_since_the_last_request(
         run_crawl(app, max_pages=1)
     assert [path for _, path in site.arrivals] == [
         "/robots.txt", "/p0", "/robots.txt", "/p1", "/robots.txt", "/p2"], site.arrivals
+    gaps = _gaps(site.arrivals)
+    assert min(gaps) >= DELAY_S - 0.05, gaps
+
+
+def test_a_restart_waits_the_delay_since_a_last_request_for_robots_txt(
+        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+    # A process stopped before the host's first page was due (`xyro crawl --seconds` from
+    # cron, a crash loop): its last request was robots.txt, and the next one waits from it.
+    site = routed_site(_chain, robots="User-agent: *\nAllow: /\n")
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/p0'])}",
+                        f"crawler.politeness.delay_s={DELAY_S}")
+    run_crawl(app, max_seconds=0.2)
+    conn = sqlite3.connect(tmp_path / "xyro.db")
+    try:
+        (last_fetch,), = conn.execute("SELECT last_fetch FROM hosts")
+    finally:
+        conn.close()
+    assert last_fetch is not None, "the robots.txt request is the host's last request"
+    run_crawl(app, max_pages=1)
+    assert [path for _, path in site.arrivals] == ["/robots.txt", "/robots.txt", "/p0"]
     gaps = _gaps(site.arrivals)
     assert min(gaps) >= DELAY_S - 0.05, gaps
 

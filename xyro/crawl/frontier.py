@@ -214,14 +214,14 @@ class Frontier(FrontierQueues):
     def done(self, item: FrontierItem, retry_after_s: float | None = None, error: bool = False,
              now: float | None = None, started_at: float | None = None) -> None:
         """:meth:`FrontierQueues.done`; a robots.txt read also records its host's Crawl-delay
-        (``HostDelay``): a restart spaces the host's first request by it. A host that asked
+        and its start (``HostDelay``): a restart spaces the host's first request by it. A host that asked
         for a pause (Retry-After) or is backed off after failures records it (``HostPause``):
         a restart keeps it."""
         super().done(item, retry_after_s, error, now, started_at)
         ops: list[Op] = []
         slot = self.hosts.slot(item.host)
-        if item.kind == "robots":
-            ops.append(HostDelay(item.host, slot.crawl_delay))
+        if item.kind == "robots":   # a request too: a restart waits the delay from it
+            ops.append(HostDelay(item.host, slot.crawl_delay, started_at))
         if retry_after_s or error:
             ops.append(HostPause(item.host, slot.next_ok))
         if ops:
