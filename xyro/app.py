@@ -234,9 +234,16 @@ def sweep_after_crash(store: MetadataStore, warehouse: Warehouse) -> int:
     return removed
 
 
-def _seen_set(expected: int, false_positive_rate: float) -> SeenSet:
+def _seen_set(configured: int, stored: int, false_positive_rate: float) -> SeenSet:
     """The crawl's seen-set, its size said when large and a clear error when it does not
-    fit in memory (crawler.expected_urls sizes it)."""
+    fit in memory. ``crawler.expected_urls`` sizes it, or twice the ``stored`` URLs when
+    the store already holds more: past its size a Bloom filter takes more and more new URLs
+    for seen (a quarter of them at three times its size), which nothing would show."""
+    expected = max(configured, 2 * stored)
+    if expected > configured:
+        log.warning("the store holds %d URLs, more than crawler.expected_urls (%d): the "
+                    "seen-set is sized for %d; raise crawler.expected_urls to what the crawl "
+                    "will reach", stored, configured, expected)
     size = SeenSet.bits_for(expected, false_positive_rate) / 8
     advice = "lower crawler.expected_urls or raise crawler.seen_set_false_positive_rate"
     if size >= 2**28:
@@ -316,7 +323,8 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
     opic = build_opic(app, store, writer.submit)
     admission = build_admission(app, scope_seeds(app, store))
     frontier = Frontier(hosts, robots, clock, admission=admission, record=writer.submit,
-                        seen=_seen_set(crawl.expected_urls, crawl.seen_set_false_positive_rate),
+                        seen=_seen_set(crawl.expected_urls, store.graph_counts()[0],
+                                       crawl.seen_set_false_positive_rate),
                         cash=None if opic is None else opic.opic.cash)
     # Up to five hops, to other hosts too when they are free (RFC 9309; robots_hops.py),
     # the first 500 KiB of any length.

@@ -137,6 +137,7 @@ class Crawler:
         self._work: queue.SimpleQueue[FrontierItem | Resume | None] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self._wake = threading.Event()
+        self._seen_warned = False
         self._stop = threading.Event()
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
@@ -182,6 +183,7 @@ class Crawler:
             while True:
                 self._wake.clear()
                 self._drain()
+                self._warn_seen_full()
                 self._expire_pending()
                 if self.opic is not None and self.opic.due(self.clock.now()):
                     self.opic.save()
@@ -209,6 +211,15 @@ class Crawler:
             if self.budget is not None:
                 self.budget.close(self.clock.now())
         return CrawlSummary(reason, self.snapshot())
+
+    def _warn_seen_full(self) -> None:
+        """Once: the seen-set holds more URLs than it was sized for, so more and more new
+        URLs are taken for seen (a quarter of them at three times its size)."""
+        if not self._seen_warned and self.seen.over_capacity():
+            self._seen_warned = True
+            log.warning("the seen-set holds more than the %d URLs it was sized for: more and "
+                        "more new URLs are taken for seen and skipped; raise "
+                        "crawler.expected_urls and restart", self.seen.expected)
 
     def snapshot(self) -> dict[str, Any]:
         snap = self.stats.snapshot(
