@@ -88,9 +88,11 @@ VIEWS: dict[str, str] = {
                u.accesses, u.changes, u.interval_units, u.due_unit
         FROM urls u WHERE u.rate IS NOT NULL ORDER BY u.rate DESC""",
     "v_hosts": """
-        SELECT h.host, (SELECT count(*) FROM urls u WHERE u.host_id = h.id) AS urls,
+        SELECT h.host, coalesce(c.urls, 0) AS urls,
                h.fetches, h.errors, datetime(h.last_fetch, 'unixepoch') AS last_fetch
-        FROM hosts h ORDER BY h.fetches DESC""",
+        FROM hosts h LEFT JOIN (SELECT host_id, count(*) AS urls FROM urls GROUP BY host_id)
+             c ON c.host_id = h.id
+        ORDER BY h.fetches DESC""",
     "v_recent_errors": """
         SELECT e.kind, count(*) AS errors, datetime(max(e.at), 'unixepoch') AS last_at,
                (SELECT u.url FROM errors e2 JOIN urls u ON u.id = e2.url_id

@@ -272,6 +272,17 @@ def test_export_errors_are_one_line_exit_1(site: dict[str, object], args: tuple[
     assert result.stdout_bytes == b""
 
 
+@pytest.mark.parametrize("args", [("export", "http://a.example/\udcff"),
+                                  ("documents", "--host", "\udcff"),
+                                  ("documents", "--dtd", "x\udcff")])
+def test_an_argument_that_is_not_utf8_is_a_usage_error(site: dict[str, object],
+                                                       args: tuple[str, ...]) -> None:
+    # What a shell passes for a mistyped escape ($'\377'): a surrogate SQLite cannot bind.
+    result = run(site, *args)
+    assert result.exit_code == 2, result.stderr
+    assert "not valid UTF-8" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_export_to_an_unwritable_path(site: dict[str, object], tmp_path: Path) -> None:
     # The environment's problem (a path, its permissions, a full disk): exit 2.
     result = run(site, "export", DOC_A, "-o", str(tmp_path / "missing-dir" / "x.xml"))

@@ -29,6 +29,7 @@ from typing import Any
 
 import click
 
+from metadata.schema import FETCHED
 from metadata.status import ENTITY_VERSION
 from metadata.urlkeys import url_hash
 from xyro.app import App
@@ -184,7 +185,8 @@ def url_versions(conn: sqlite3.Connection, url: str) -> tuple[str, list[VersionR
     """(stored URL, its versions oldest first) for ``url`` as typed or canonicalized; None
     when the database does not know the URL at all."""
     for candidate in dict.fromkeys(u for u in (canonicalize(url), url.strip()) if u):
-        row = conn.execute("SELECT id, url FROM urls WHERE hash = ? AND url = ?",
+        # Only a fetched URL has versions, and only that condition uses the hash index.
+        row = conn.execute(f"SELECT id, url FROM urls WHERE hash = ? AND url = ? AND {FETCHED}",
                            (url_hash(candidate), candidate)).fetchone()
         if row is None:
             continue
@@ -242,9 +244,21 @@ def _changed_since(ctx: click.Context, param: click.Parameter, value: str | None
     return parsed
 
 
+def _utf8(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A text argument SQLite can bind: bytes that are not UTF-8 (a mistyped shell escape)
+    are a usage error, not a traceback."""
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise click.BadParameter(f"{value!r} is not valid UTF-8 text") from None
+    return value
+
+
 @click.command("documents")
-@click.option("--host", metavar="HOST", help="Only this host (HOST or HOST:PORT).")
-@click.option("--dtd", metavar="URL-OR-SUBSTRING",
+@click.option("--host", metavar="HOST", callback=_utf8,
+              help="Only this host (HOST or HOST:PORT).")
+@click.option("--dtd", metavar="URL-OR-SUBSTRING", callback=_utf8,
               help="Only documents whose latest DTD URL contains this, and DTD/entity files "
                    "whose own URL does (case-insensitive).")
 @click.option("--valid/--invalid", "valid", default=None,
@@ -398,7 +412,7 @@ def format_entities(rows: list[EntityRow], total: int,
 
 
 @click.command("export")
-@click.argument("url")
+@click.argument("url", callback=_utf8)
 @click.option("--version", "number", type=int, default=None, metavar="N",
               help="Version number: 1 = oldest kept, -1 = latest [default: latest].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,

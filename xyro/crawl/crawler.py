@@ -493,6 +493,12 @@ class Crawler:
             # Before the links are queued, so they are filed under the cash just received.
             self.opic.opic.visit(item.url, record.children,
                                  [c.likely_xml for c in outcome.children])
+        if version is not None:
+            # Before the page's record, which may go in a later transaction: a kill between
+            # the two then leaves a version of a page still queued (its fetch again finds
+            # the same signature), never a page recorded fetched with no version, whose
+            # next fetch (conditional, a 304) would never load it again.
+            self._submit(version)
         if self._redirects.is_redirect(outcome):
             # A hop keeps the level of the URL it replaces (a redirected seed stays urgent).
             links = [(c.url, item.priority) for c in outcome.children]
@@ -506,8 +512,6 @@ class Crawler:
                      for c in outcome.children]
             submitted = self.frontier.complete(item, record, links)
         self._count(submitted)
-        if version is not None:
-            self._submit(version)
         self.stats.page(outcome.page_type.value, len(result.body), outcome.error_kind,
                         result.not_modified, result.status, result.elapsed_s)
         if outcome.error_kind is not None and self._host_warnings is not None:
