@@ -119,4 +119,4 @@ def test_a_seen_set_too_large_for_memory_is_a_clear_error() -> None:
     from xyro.errors import XyroError
 
     with pytest.raises(XyroError, match=r"needs 1673\.\d GiB.*lower crawler.expected_urls"):
-        _seen_set(10**12, 1e-3)
+        _seen_set(10**12, 0, 1e-3)

@@ -13,6 +13,11 @@ and under the same cap: a gzip bomb served that way ends as :class:`BodyTooLarge
 A decoder made with ``keep_prefix`` (robots.txt: RFC 9309 §2.5 asks for the first 500 KiB,
 not the whole file) turns reaching a cap into the end of the body: the bytes decoded up to
 the cap are kept and nothing more is read or decoded.
+
+Work is linear in the input and interruptible (DESIGN.md §7, the total deadline): every
+stage is fed slices of at most :data:`SLICE_BYTES`, the decoder's ``check`` runs between
+slices, and a gzip stream of many members (a small body can hold a million empty ones)
+never copies the input that follows a member (see :class:`_ZlibStage`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ from typing import Protocol
 import brotli
 
 MAX_STACKED_ENCODINGS = 3
+#: The most input any stage is given at once; the decoder's ``check`` runs between slices.
+SLICE_BYTES = 1 << 16
+#: The first input given for a gzip member or deflate stream, doubled while it goes on: zlib
+#: copies what follows the end of a member, so a short first feed keeps that copy short.
+_PROBE_BYTES = 64
 _ALIASES = {"x-gzip": "gzip", "x-deflate": "deflate"}
 #: The IANA HTTP Content Coding Registry (RFC 9110 §16.6.1), aliases resolved.
 _CODINGS = frozenset({"aes128gcm", "br", "compress", "dcb", "dcz", "deflate", "exi", "gzip",
@@ -52,12 +62,21 @@ class _Stage(Protocol):
 
 
 class _ZlibStage:
-    """gzip (multi-member), zlib-wrapped deflate, or raw deflate."""
+    """gzip (multi-member), zlib-wrapped deflate, or raw deflate.
+
+    Linear in its input however many members it holds: the input is kept whole with an
+    offset, and zlib is given a window of it that starts at :data:`_PROBE_BYTES` for each
+    member and doubles up to :data:`SLICE_BYTES`. zlib copies the rest of the window when
+    a member ends (``unused_data``), so that copy stays about as short as the member; giving
+    it all the input instead costs the whole remainder per member, quadratic in the members.
+    """
 
     def __init__(self, encoding: str) -> None:
         self._encoding = encoding
         self._d: zlib._Decompress | None = None
-        self._tail = b""
+        self._buf = b""    # zlib has consumed self._buf[:self._pos]
+        self._pos = 0
+        self._window = _PROBE_BYTES
         self._eof = False
         self._between_members = False
 
@@ -73,37 +92,56 @@ class _ZlibStage:
         # Mid-member, or a lone first byte: the body stopped inside the stream.
         if self._d is not None:
             return self._d.eof
-        return self._eof or self._between_members or not self._tail
+        return self._eof or self._between_members or self._pos == len(self._buf)
 
     def process(self, data: bytes, limit: int) -> bytes:
-        buf = self._tail + data if self._tail else data
-        self._tail = b""
-        while not self._eof:
-            if self._d is None:
-                if len(buf) < 2:  # too short to tell a header from the padding after a member
-                    self._tail = buf
-                    return b""
-                if self._between_members and buf[:2] != _GZIP_MAGIC:
-                    self._eof = True  # trailing padding is ignored, as browsers do
-                    return b""
-                self._d = self._new(buf)
-            try:
-                out = self._d.decompress(buf, limit)
-            except zlib.error as exc:
-                raise BodyEncodingError(f"corrupt {self._encoding} stream: {exc}") from None
-            if not self._d.eof:
-                self._tail = self._d.unconsumed_tail
-                return out
-            buf = self._d.unused_data
-            if self._encoding != "gzip":
-                self._eof = True
-                return out
-            self._d, self._between_members = None, True  # a gzip body may hold more members
+        if self._eof:
+            return b""   # what follows the end (padding, junk) is dropped, not kept
+        if data:
+            # What is left is at most a byte (callers drain a stage before feeding it more).
+            self._buf = self._buf[self._pos:] + data
+            self._pos = 0
+        while not self._eof and self._pos < len(self._buf):
+            if self._d is None and not self._start_member():
+                return b""
+            out = self._inflate(limit)
             if out:
-                self._tail = buf
                 return out
-            # an empty member: go on to the next one now (the caller stops at no output)
+            # no output (a header, an empty member): go on now, the caller stops at b""
         return b""
+
+    def _start_member(self) -> bool:
+        """Make the decompressor for the stream or member at the offset; False when that
+        cannot be told yet, or when what follows the last member is padding."""
+        head = self._buf[self._pos:self._pos + 2]
+        if len(head) < 2:  # too short to tell a header from the padding after a member
+            return False
+        if self._between_members and head != _GZIP_MAGIC:
+            self._eof = True  # trailing padding is ignored, as browsers do
+            return False
+        self._d = self._new(head)
+        self._window = _PROBE_BYTES
+        return True
+
+    def _inflate(self, limit: int) -> bytes:
+        """Decompress one window of input at the offset; move the offset past what zlib
+        consumed, and past the end of the member when it ends there."""
+        d = self._d
+        assert d is not None
+        window = memoryview(self._buf)[self._pos:self._pos + self._window]
+        try:
+            out = d.decompress(window, limit)
+        except zlib.error as exc:
+            raise BodyEncodingError(f"corrupt {self._encoding} stream: {exc}") from None
+        left = len(d.unused_data) if d.eof else len(d.unconsumed_tail)
+        self._pos += len(window) - left
+        if not d.eof:
+            self._window = min(2 * self._window, SLICE_BYTES)
+        elif self._encoding == "gzip":
+            self._d, self._between_members = None, True  # a gzip body may hold more members
+        else:
+            self._eof = True
+        return out
 
 
 class _WrappedGzipStage:
@@ -181,10 +219,13 @@ class Decoder:
     """Streams raw body bytes through the stacked decoders with a cap on each stage."""
 
     def __init__(self, encodings: list[str], max_decoded_bytes: int,
-                 gzip_file: bool = False, *, keep_prefix: bool = False) -> None:
+                 gzip_file: bool = False, *, keep_prefix: bool = False,
+                 check: Callable[[], None] | None = None) -> None:
         """``encodings`` in the order they were applied; ``gzip_file``: the media type says
         the content itself is a gzip file (undone last, see the module docstring);
-        ``keep_prefix``: a cap reached cuts the body there instead of raising."""
+        ``keep_prefix``: a cap reached cuts the body there instead of raising; ``check``:
+        called before each slice of input a stage is given, it raises to abandon the
+        decoding (the fetcher's total deadline and stop event, DESIGN.md §7)."""
         if len(encodings) > MAX_STACKED_ENCODINGS:
             raise BodyEncodingError(
                 f"{len(encodings)} stacked Content-Encodings {encodings}; "
@@ -207,6 +248,7 @@ class Decoder:
         self._out = bytearray()
         self.wire_bytes = 0
         self.keep_prefix = keep_prefix
+        self._check = check
         self.cut = False   # keep_prefix: a cap was reached, the body ends there
 
     def feed(self, data: bytes) -> None:
@@ -254,6 +296,18 @@ class Decoder:
                 del self._out[self._cap:]   # keeping a prefix: the body ends at the cap
                 self.cut = True
             return
+        # An inner stage gets whole outputs of the one before (up to a cap each): in
+        # slices, so that no call runs long and the check comes between them. b"" (a
+        # flush) is one slice.
+        for start in range(0, max(len(data), 1), SLICE_BYTES):
+            if self._check is not None:
+                self._check()
+            self._drain(index, data[start:start + SLICE_BYTES])
+            if self.cut:
+                return
+
+    def _drain(self, index: int, data: bytes) -> None:
+        """Give ``data`` to stage ``index`` and pass on all it outputs."""
         stage = self._stages[index]
         # One byte over the cap is enough to know the cap is exceeded.
         out = stage.process(data, self._cap + 1)

@@ -10,12 +10,19 @@
   :class:`Watchdog` is one thread for all workers that shuts down the socket of any fetch
   past its total deadline (or whose stop event is set), which wakes the blocked worker.
   Deadlines are real time (``time.monotonic``), not the injected clock: the socket lives in
-  real time, and an accelerated clock must not shorten network timeouts.
+  real time, and an accelerated clock must not shorten network timeouts. Connecting is
+  before any socket the watchdog could shut, so the connection classes look at the deadline
+  and the stop event themselves before each address, and never wait past the deadline.
+* Interim responses: http.client skips only ``100 Continue``; our connections read past
+  every other 1xx but ``101`` too (``103 Early Hints``, RFC 8297, is sent before the final
+  response by common servers), so the response the fetcher sees is the final one
+  (RFC 9110 §15.2).
 """
 
 from __future__ import annotations
 
 import heapq
+import http.client
 import itertools
 import socket
 import threading
@@ -37,6 +44,15 @@ class UnpinnedConnection(Exception):
     """A connection was about to be made to an address nobody checked (fail closed)."""
 
 
+class FetchInterrupted(Exception):
+    """The fetch's total deadline passed or its stop event was set; ``reason`` is
+    ``"deadline"`` or ``"stop"`` (as :attr:`FetchContext.expired`)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"fetch interrupted: {reason}")
+        self.reason = reason
+
+
 @dataclass(eq=False)
 class FetchContext:
     """One fetch as seen by the watchdog and the connection classes."""
@@ -55,6 +71,23 @@ class FetchContext:
     claims: list[tuple[Any, socket.socket]] = field(default_factory=list)
     expired: str | None = None
     done: bool = False
+
+    def interrupted(self) -> str | None:
+        """``"deadline"`` or ``"stop"`` once either ends this fetch, else None; not only
+        what the watchdog saw already (it looks at stop events every :data:`_STOP_POLL_S`)."""
+        if self.expired is not None:
+            return self.expired
+        if time.monotonic() >= self.deadline:
+            return "deadline"
+        if self.stop is not None and self.stop.is_set():
+            return "stop"
+        return None
+
+    def check(self) -> None:
+        """Raise :class:`FetchInterrupted` if the deadline passed or stop was set."""
+        reason = self.interrupted()
+        if reason is not None:
+            raise FetchInterrupted(reason)
 
 
 class Watchdog:
@@ -179,8 +212,11 @@ class _PinnedConnectionMixin:
             raise UnpinnedConnection(f"no checked address for {host!r}; refusing to connect")
         last: OSError | None = None
         for address in ctx.addresses:
+            # Each address may take the whole connect timeout: the deadline and the stop
+            # event end the attempts, and the last one gets only the time that is left.
+            ctx.check()
             try:
-                sock = create_connection((address, conn.port), conn.timeout,
+                sock = create_connection((address, conn.port), _connect_timeout(ctx, conn),
                                          source_address=conn.source_address,
                                          socket_options=conn.socket_options)
             except OSError as exc:
@@ -188,6 +224,7 @@ class _PinnedConnectionMixin:
                 continue
             self._xyro_state.watchdog.claim(ctx, self, sock)
             return sock
+        ctx.check()   # an attempt cut short by the deadline failed because of it
         where = f"{host} ({', '.join(ctx.addresses)}) port {conn.port}"
         if isinstance(last, TimeoutError):
             raise ConnectTimeoutError(conn, f"connecting to {where} timed out "
@@ -208,6 +245,33 @@ class _PinnedConnectionMixin:
                 ctx.sent_at = ctx.now()
 
 
+def _connect_timeout(ctx: FetchContext, conn: Any) -> float:
+    """The connection's connect timeout, but no later than the fetch's deadline."""
+    left = ctx.deadline - time.monotonic()
+    if left <= 0:   # passed since ctx.check(); a socket timeout must be > 0
+        raise FetchInterrupted("deadline")
+    # urllib3 may leave its "default timeout" token here: no timeout of its own.
+    timeout = conn.timeout if isinstance(conn.timeout, (int, float)) else None
+    return left if timeout is None else min(timeout, left)
+
+
+class FinalResponse(http.client.HTTPResponse):
+    """An http.client response that reads past interim 1xx responses (module docstring).
+
+    ``begin`` skips ``100`` itself; the status line of each other 1xx but ``101 Switching
+    Protocols`` (which ends HTTP/1.1 on the connection, and is never asked for here) is
+    dropped here with its header block, under http.client's own line and header limits.
+    A server sending interim responses forever is cut by the fetch's deadline.
+    """
+
+    def _read_status(self) -> tuple[str, int, str]:
+        while True:
+            version, status, reason = super()._read_status()
+            if not 100 < status < 200 or status == 101:
+                return version, status, reason
+            http.client.parse_headers(self.fp)
+
+
 class _PinnedPoolMixin:
     _xyro_state: _ConnState
 
@@ -219,8 +283,11 @@ class _PinnedPoolMixin:
 
 def _pool_classes(state: _ConnState) -> dict[str, type]:
     attrs = {"_xyro_state": state}
-    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), attrs)
-    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), attrs)
+    conn_attrs = {**attrs, "response_class": FinalResponse}
+    http_conn = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection),
+                     conn_attrs)
+    https_conn = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection),
+                      conn_attrs)
     return {
         "http": type("PinnedHTTPConnectionPool", (_PinnedPoolMixin, HTTPConnectionPool),
                      {**attrs, "ConnectionCls": http_conn}),

@@ -10,7 +10,8 @@ How it stays safe against hostile servers, and why:
   bytes; never ``.content``/``.text``.
 * The total deadline (a slow drip defeats the per-read timeout) and the connection to
   exactly the checked addresses (DNS rebinding) are :mod:`xyro.net.connections`; the names are
-  resolved and checked by :mod:`xyro.net.dns`.
+  resolved and checked by :mod:`xyro.net.dns`. Connecting and decoding are bounded by the
+  deadline and the stop event too: both look at them between steps (addresses, slices).
 * Threads: requests are prepared as bare ``PreparedRequest`` objects (no Session: nothing
   from the environment, no proxies, netrc or cookie jar, and a third of the CPU of
   ``Session.prepare_request``); all workers share one adapter whose urllib3
@@ -52,7 +53,9 @@ from xyro.net.filters import (
     suffix_skipped,
 )
 from xyro.clock import Clock
-from xyro.net.connections import FetchContext, PinnedAdapter, UnpinnedConnection, Watchdog, norm_host
+from xyro.net.connections import (
+    FetchContext, FetchInterrupted, PinnedAdapter, UnpinnedConnection, Watchdog, norm_host,
+)
 from xyro.net.dns import DnsError, Resolver, address_refusal
 from xyro.net.robots import ROBOTS_FETCH_BYTES
 from xyro.records import ErrorKind, FetchResult
@@ -331,6 +334,8 @@ class Fetcher:
                                       timeout=(limits.connect_timeout_s, limits.read_timeout_s))
         except UnpinnedConnection as exc:
             raise _Failure(ErrorKind.ADDRESS, f"{prepared.url}: {exc}") from None
+        except FetchInterrupted as exc:
+            raise self._interrupted(exc.reason, f"{prepared.url}: no connection yet") from None
         except requests.exceptions.ConnectTimeout:
             raise self._io_failure(ctx, ErrorKind.TIMEOUT, f"{prepared.url}: connect timed out "
                                    f"after {limits.connect_timeout_s:g} s") from None
@@ -345,12 +350,16 @@ class Fetcher:
 
     def _io_failure(self, ctx: FetchContext, kind: ErrorKind, detail: str) -> _Failure:
         """The deadline or the stop event explains any I/O error that follows them."""
-        if ctx.expired == "deadline":
+        if ctx.expired is not None:
+            return self._interrupted(ctx.expired, detail)
+        return _Failure(kind, detail)
+
+    def _interrupted(self, reason: str, detail: str) -> _Failure:
+        """The fetch ended by its total deadline (``reason`` "deadline") or its stop event."""
+        if reason == "deadline":
             return _Failure(ErrorKind.TIMEOUT, f"total deadline of {self._limits.deadline_s:g} "
                                                f"s passed ({detail})")
-        if ctx.expired == "stop":
-            return _Failure(ErrorKind.TIMEOUT, f"stop requested during the fetch ({detail})")
-        return _Failure(kind, detail)
+        return _Failure(ErrorKind.TIMEOUT, f"stop requested during the fetch ({detail})")
 
     def _consume(self, draft: _Draft, response: requests.Response, ctx: FetchContext) -> None:
         """Record a final (non-redirect) response and read its body under the caps."""
@@ -391,7 +400,7 @@ class Fetcher:
             decoder = Decoder(parse_content_encoding(headers.get("content-encoding")),
                               limits.max_decoded_bytes,
                               gzip_file(draft.final_url, draft.content_type, limits.skip_suffixes),
-                              keep_prefix=limits.keep_prefix)
+                              keep_prefix=limits.keep_prefix, check=ctx.check)
             try:
                 draft.body = read_capped(lambda n: response.raw.read(n, decode_content=False),
                                          decoder, limits.max_body_bytes)
@@ -399,6 +408,9 @@ class Fetcher:
                 draft.bytes_on_wire += decoder.wire_bytes
         except BodyTooLarge as exc:
             raise _Failure(ErrorKind.TOO_LARGE, f"{draft.final_url}: {exc}") from None
+        except FetchInterrupted as exc:
+            raise self._interrupted(exc.reason, f"{draft.final_url}: decoding of the body "
+                                    f"abandoned") from None
         except BodyEncodingError as exc:
             raise self._io_failure(ctx, ErrorKind.ENCODING, f"{draft.final_url}: {exc}") from None
         except ReadTimeoutError:

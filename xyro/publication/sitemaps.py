@@ -25,7 +25,6 @@ wherever it is stored, so pass ``("https://H/",)``. Refused entries give an erro
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -33,6 +32,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder
 from xyro.net.urls import canonicalize
 from xyro.publication.trust import parse_w3c_datetime
 
@@ -119,29 +119,18 @@ def gunzip_capped(body: bytes, max_bytes: int, what: str = "body",
     """Decompress gzip ``body`` (multi-member allowed), stopping at ``max_bytes`` of output.
 
     Raises ``error`` for corrupt or truncated data and when the output would exceed the
-    cap; at most about ``max_bytes`` are ever allocated.
+    cap; at most about ``max_bytes`` are ever allocated. The fetcher's own gzip decoder does
+    the work: linear in the members however many (DESIGN.md §7), padding after the last
+    one ignored, as gzip(1) does.
     """
-    out: list[bytes] = []
-    total = 0
-    data = body
-    while data:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            while data and not inflater.eof:
-                chunk = inflater.decompress(data, max_bytes - total + 1)
-                total += len(chunk)
-                if total > max_bytes:
-                    raise error(f"{what} decompresses to more than {max_bytes} bytes (cap)")
-                out.append(chunk)
-                data = inflater.unconsumed_tail
-        except zlib.error as exc:
-            raise error(f"{what} is not valid gzip ({exc})") from None
-        if not inflater.eof:
-            raise error(f"{what} is truncated gzip (stream ended early)")
-        data = inflater.unused_data
-        if not data.startswith(GZIP_MAGIC):
-            break  # trailing padding after the last member is ignored, as gzip(1) does
-    return b"".join(out)
+    decoder = Decoder(["gzip"], max_bytes)
+    try:
+        decoder.feed(body)
+        return decoder.finish()
+    except BodyTooLarge:
+        raise error(f"{what} decompresses to more than {max_bytes} bytes (cap)") from None
+    except BodyEncodingError as exc:
+        raise error(f"{what} is not valid gzip: {exc}") from None
 
 
 def decoded_body(body: bytes, max_bytes: int, what: str,
