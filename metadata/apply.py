@@ -8,6 +8,7 @@ then written with ``executemany`` (one prepared statement per kind of row).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from itertools import chain, count
@@ -29,6 +30,17 @@ from metadata.schema import pack_children
 from metadata.seeds import FOUND_SEED_SQL
 
 _DEAD_STATUSES = frozenset({404, 410})
+# C0 and C1 control characters: an error detail quotes what servers sent (a Content-Type, a
+# parser's message), and an operator reads it on a terminal (`xyro status`, sqlite3, csv).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(detail: str | None) -> str | None:
+    """``detail`` with its control characters written as ``\\xNN``: a hostile server's
+    escape sequence (``\\x1b[8m`` hides what follows) never reaches a terminal."""
+    if detail is None or not _CONTROL.search(detail):
+        return detail
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", detail)
 _CHUNK = 500
 
 # Columns of a fetched page's row, read once per batch and written back.
@@ -353,7 +365,7 @@ class BatchApplier:
         if rec.error_kind is not None:
             errors += 1
             self._errors.append((url_id, host_id, t, rec.error_kind, rec.http_status,
-                                 rec.error_detail))
+                                 printable(rec.error_detail)))
         if rec.requested:
             fetches, last = fetches + 1, t if last is None else max(last, t)
         self._hosts[host_id] = (fetches, errors, last)

@@ -97,6 +97,15 @@ def database_failure(path: Path, exc: sqlite3.DatabaseError) -> MetadataError | 
     write), or None when it is none of these: a file found corrupt, a write lock held by
     another connection past the busy timeout, a full disk."""
     name = getattr(exc, "sqlite_errorname", "") or ""
+    if _is_corrupt(name) and not os.access(Path(path).parent, os.W_OK):
+        # Read as immutable (no -shm could be made): a daemon that wrote meanwhile makes a
+        # sound file look malformed to this reader, and a "restore it" would lose it.
+        return StoreUnusableError(
+            f"{path} changed while this command read it as immutable ({exc}): it has no "
+            f"write access to {Path(path).parent}, so it cannot follow the running daemon's "
+            "writes; run it again as the database's owner or in its group with write access "
+            "to that folder (if no daemon runs, check the file with `sqlite3 "
+            f"{path} 'PRAGMA integrity_check'`)")
     if _is_corrupt(name):
         return _corrupt(path, exc)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):

@@ -361,15 +361,17 @@ MIGRATIONS: dict[int, tuple[str, Callable[[sqlite3.Connection], None]]] = {
 
 
 def file_version(conn: sqlite3.Connection, path: str) -> int:
-    """Schema version of an open file: 0 for an empty file; refuses foreign databases."""
+    """Schema version of an open file: 0 for an empty file; refuses foreign databases (any
+    tables without Xyro's, whatever their ``user_version``: other programs set it too)."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version:
-        return int(version)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if tables:
+    if version and {"migrations", "urls"} <= tables:
+        return int(version)
+    if tables or version:
         raise StoreUnusableError(
             f"{path} is an SQLite database but not a Xyro metadata store (tables: "
-            f"{', '.join(sorted(tables)[:5])}); point storage at another file")
+            f"{', '.join(sorted(tables)[:5]) or 'none'}, user_version {version}); point "
+            "storage at another file")
     return 0
 
 

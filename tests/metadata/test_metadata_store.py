@@ -10,6 +10,7 @@ import pytest
 from metadata import (
     Enqueue, FetchRecord, MetadataError, MetadataStore, PageType, SetRanks, SetState,
 )
+from metadata.errors import StoreUnusableError
 from metadata.schema import CURRENT_VERSION
 from metadata.urlkeys import host_of, url_hash
 
@@ -102,13 +103,17 @@ def test_corrupt_file_gives_clear_error(tmp_path: Path) -> None:
         MetadataStore.open(bad)
 
 
-def test_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("user_version", [0, 7, 74])
+def test_foreign_sqlite_file_is_refused(tmp_path: Path, user_version: int) -> None:
+    # Other programs number their schemas with user_version too: a foreign file with one
+    # is no Xyro store to migrate ("no such table: migrations") or to call newer.
     other = tmp_path / "other.db"
     conn = sqlite3.connect(other)
     conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.execute(f"PRAGMA user_version = {user_version}")
     conn.commit()
     conn.close()
-    with pytest.raises(MetadataError, match="not a Xyro metadata store"):
+    with pytest.raises(StoreUnusableError, match="not a Xyro metadata store"):
         MetadataStore.open(other)
 
 
@@ -294,3 +299,25 @@ def test_a_durable_transaction_commits_at_synchronous_full_and_only_that_one(
         with pytest.raises(MetadataError, match="cannot be nested"), \
                 store.atomic(durable=True):
             pass
+
+
+def test_a_file_that_looks_malformed_to_an_immutable_reader_is_not_called_corrupt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An operator without write access to the folder reads as immutable; a daemon writing
+    # meanwhile makes the sound file look malformed to that reader. "Restore it from a
+    # backup" would throw a good database away.
+    import os
+
+    from metadata.connection import database_failure
+    path = tmp_path / "xyro.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    with pytest.raises(sqlite3.DatabaseError) as raised:
+        sqlite3.connect(path).execute("SELECT * FROM sqlite_master").fetchall()
+    assert database_failure(path, raised.value) is not None
+    assert "restore it from a backup" in str(database_failure(path, raised.value))
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == tmp_path
+                        and mode == os.W_OK else real(p, mode, **kw))
+    message = str(database_failure(path, raised.value))
+    assert "changed while this command read it as immutable" in message
+    assert "restore" not in message and "database's owner" in message
