@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,11 @@ BUDGET_GRACE_S = 5.0
 #: Clock seconds between looks at the frontier while only due pages may go and the hosts
 #: ready now hold none (their hosts wake no one when their politeness delay ends).
 BUDGET_POLL_S = 0.25
+#: Real seconds a stopping crawl waits for the work still in flight once its fetches are
+#: cut: what is left is a parse or an XML load (CPU, nothing to interrupt), which may take
+#: minutes for a crowded 8 MiB document. Past it, those items are left queued in the store
+#: (fetched again at the next start), so a stop stays well inside systemd's TimeoutStopSec.
+STOP_GRACE_S = 30.0
 
 #: A URL's previous fetch (validators for conditional GET, access time and signature).
 Validators = PriorFetch
@@ -93,6 +99,7 @@ class CrawlSettings:
     max_redirects: int = 5               # hops followed (through the frontier) from one URL
     max_retry_after_s: float = 3600.0    # a URL's 429/503 pause at most (as its host's)
     progress_interval_s: float = 1.0     # real seconds between progress callbacks
+    stop_grace_s: float = STOP_GRACE_S   # real seconds a stop waits for parses and loads
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +145,7 @@ class Crawler:
         self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._seen_warned = False
+        self._stopping_since: float | None = None   # monotonic time the fetches were cut
         self._stop = threading.Event()
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
@@ -172,6 +180,7 @@ class Crawler:
         """
         stop = stop or threading.Event()
         self._stop.clear()
+        self._stopping_since = None
         deadline = None if max_seconds is None else self.clock.now() + max_seconds
         threads = [threading.Thread(target=self._worker, name=f"xyro-fetch-{i}", daemon=True)
                    for i in range(self.settings.workers)]
@@ -189,7 +198,7 @@ class Crawler:
                     self.opic.save()
                 reason = self._stop_reason(stop, deadline, max_pages) or reason
                 if reason != "frontier exhausted" or (until_exhausted and self._exhausted()):
-                    if self._in_flight == 0:
+                    if self._in_flight == 0 or self._grace_over():
                         break
                     self._wait_for_results()
                     continue
@@ -204,13 +213,30 @@ class Crawler:
             self._stop.set()
             for _ in threads:
                 self._work.put(None)
+            joined_by = time.monotonic() + 5.0   # one wait for all: a load runs on regardless
             for t in threads:
-                t.join(timeout=5.0)
+                t.join(timeout=max(0.0, joined_by - time.monotonic()))
             if self.opic is not None:
                 self.opic.save()
             if self.budget is not None:
                 self.budget.close(self.clock.now())
         return CrawlSummary(reason, self.snapshot())
+
+    def _grace_over(self) -> bool:
+        """True once the fetches were cut (``_stop``) more than ``settings.stop_grace_s``
+        (:data:`STOP_GRACE_S`) ago and work is still in flight: it is left queued (said in
+        a WARNING)."""
+        if not self._stop.is_set():
+            return False
+        now = time.monotonic()
+        if self._stopping_since is None:
+            self._stopping_since = now
+        if now - self._stopping_since < self.settings.stop_grace_s:
+            return False
+        log.warning("stopping without waiting for %d fetched page(s) still being parsed or "
+                    "loaded after %.0f s: they stay queued and are fetched again at the next "
+                    "start", self._in_flight, self.settings.stop_grace_s)
+        return True
 
     def _warn_seen_full(self) -> None:
         """Once: the seen-set holds more URLs than it was sized for, so more and more new
