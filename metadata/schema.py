@@ -365,14 +365,12 @@ def file_version(conn: sqlite3.Connection, path: str) -> int:
     tables without Xyro's, whatever their ``user_version``: other programs set it too)."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if version and {"migrations", "urls"} <= tables:
-        return int(version)
-    if tables or version:
+    if tables and not (version and {"migrations", "urls"} <= tables):
         raise StoreUnusableError(
             f"{path} is an SQLite database but not a Xyro metadata store (tables: "
-            f"{', '.join(sorted(tables)[:5]) or 'none'}, user_version {version}); point "
-            "storage at another file")
-    return 0
+            f"{', '.join(sorted(tables)[:5])}, user_version {version}); point storage at "
+            "another file")
+    return int(version)
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> int:
