@@ -62,7 +62,11 @@ _Loader.add_implicit_resolver(
 
 def load_document(text: str, *, require_mapping: bool) -> YamlDocument:
     """Parse one YAML document; an empty document is ``{}`` when a mapping is required."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # its reader refuses control characters (NUL, ESC...) here,
+        # for the whole text at once
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(exc, text) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -76,7 +80,7 @@ def load_document(text: str, *, require_mapping: bool) -> YamlDocument:
         return YamlDocument(loader.construct_document(node), doc.lines, doc.plain_text)
     except yaml.MarkedYAMLError as exc:
         raise _syntax_problem(exc) from None
-    except yaml.YAMLError as exc:  # reader errors: bad characters, unusable encoding
+    except yaml.YAMLError as exc:
         raise YamlProblem(f"bad YAML: {exc}".replace("\n", " ")) from None
     except RecursionError:
         raise YamlProblem("bad YAML: nested too deeply") from None
@@ -100,6 +104,18 @@ def key_near(text: str, line: int) -> tuple[str, ...]:
             stack.pop()
         stack.append((indent, match.group(2)))
     return tuple(name for _, name in stack)
+
+
+def _reader_problem(exc: yaml.reader.ReaderError, text: str) -> YamlProblem:
+    """A character YAML does not allow anywhere (a control character such as NUL, form feed,
+    ESC or DEL), with its line and column; a file of NULs is what a crash can leave."""
+    column = exc.position - text.rfind("\n", 0, exc.position)
+    # NUL cannot come from a command line or the environment: only from a damaged file.
+    hint = "; a crash can leave a file zero-filled: restore it from a copy" \
+        if exc.character == 0 else ""
+    return YamlProblem(f"bad YAML at column {column}: character U+{exc.character:04X}, "
+                       f"which YAML does not allow; remove it{hint}",
+                       text.count("\n", 0, exc.position) + 1)
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError) -> YamlProblem:

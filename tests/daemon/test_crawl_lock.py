@@ -36,6 +36,24 @@ def test_second_lock_refused_naming_the_holder(tmp_path: Path) -> None:
         pass
 
 
+def test_every_path_to_one_database_names_one_lock(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lock was built from the path as written: a symlink to the database (or to its
+    # folder) had a lock of its own, and two crawlers ran on one database.
+    real = tmp_path / "lib" / "xyro.db"
+    real.parent.mkdir()
+    real.write_bytes(b"")
+    (tmp_path / "xyro.db").symlink_to(real)
+    (tmp_path / "state").symlink_to(real.parent)
+    monkeypatch.chdir(tmp_path / "lib")
+    with CrawlLock(real):
+        for other in (tmp_path / "xyro.db", tmp_path / "state" / "xyro.db", Path("xyro.db")):
+            assert lock_path(other) == lock_path(real) == real.parent / "xyro.db.lock"
+            assert crawler_alive(other) is True
+            with pytest.raises(CrawlerRunning, match=f"process {os.getpid()}"):
+                CrawlLock(other, wait_s=0.0).acquire()
+
+
 def test_a_pid_of_a_process_gone_is_not_named_as_the_holder(tmp_path: Path) -> None:
     # A holder that could lock the file only read-only (another user's file) leaves the
     # pid of whoever wrote it last: a process long gone must not be named as the crawler.

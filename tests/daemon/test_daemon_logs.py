@@ -161,3 +161,19 @@ def test_why_the_daemon_stops_is_a_record_in_the_log_form(tmp_path: Path, form: 
     else:
         record = json.loads(last)
         assert record["level"] == "error" and "newer than this Xyro" in record["msg"], last
+
+
+@pytest.mark.parametrize("journald", [True, False])
+def test_a_config_error_carries_the_error_priority_under_journald(tmp_path: Path,
+                                                                  journald: bool) -> None:
+    # The configuration is read before the log is set up: its error went out as a bare line,
+    # which journald stores at info (out of `journalctl -p err`, the unit's failure hidden).
+    config = tmp_path / "x.yaml"
+    config.write_text("crawler:\n  wrokers: 8\n")
+    for args in (["-c", str(config)], ["-c", str(tmp_path / "missing.yaml")],
+                 ["-s", "crawler.workers=0"]):
+        code, err = _run_under_journald([sys.executable, "-m", "xyro", *args, "run"],
+                                        journald=journald)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err
+        assert lines[0].startswith("<3>config error" if journald else "config error"), err

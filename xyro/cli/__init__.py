@@ -32,7 +32,7 @@ from xyro.config_load import ConfigError, load_config
 from xyro.crawl.frontier import URGENT
 from xyro.errors import UsageError, XyroError, permission_message
 from xyro.service import numba_cache
-from xyro.service.logs import log_fatal
+from xyro.service.logs import bare_fatal, log_fatal
 from xyro.service.signals import exit_on_sigterm
 
 log = logging.getLogger("xyro.cli")
@@ -76,7 +76,7 @@ class XyroGroup(click.Group):
 
 def _fail(message: str, code: int) -> None:
     if not log_fatal(message):   # a daemon logging JSON or to journald: in the log's form
-        click.echo(message, err=True)
+        click.echo(bare_fatal(message), err=True)
     sys.exit(code)
 
 

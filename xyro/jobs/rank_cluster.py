@@ -50,7 +50,8 @@ SLICES_PER_THREAD = 4   # at least: blocks of whole slices, balanced to a quarte
 
 
 class ClusterMissing(XyroError):
-    """Dask's ``distributed`` is not installed (exit code 2: install the extra)."""
+    """Dask's ``distributed`` is not installed, or cannot be imported here (exit code 2:
+    install the extra, or give it what its import needs)."""
 
     exit_code = 2
 
@@ -69,11 +70,18 @@ def missing_message() -> str:
 
 
 def load_distributed() -> Any:
-    """The ``distributed`` module; ClusterMissing (naming the extra) when it is absent."""
+    """The ``distributed`` module; ClusterMissing when it is absent (naming the extra) or
+    its import fails otherwise (naming what failed)."""
     try:
         import distributed
     except ImportError:
         raise ClusterMissing(missing_message()) from None
+    except Exception as exc:  # e.g. psutil reading /proc/meminfo, which ProcSubset=pid hides
+        hint = ("; under systemd, remove ProcSubset=pid from the unit (it hides /proc/meminfo)"
+                if "/proc/" in str(exc) else "")
+        raise ClusterMissing(f"ranking on a Dask cluster needs the `distributed` package, "
+                             f"whose import failed ({exc.__class__.__name__}: {exc}){hint}"
+                             ) from None
     return distributed
 
 

@@ -38,7 +38,13 @@ def holder_name(pid: int | None) -> str:
 
 
 def lock_path(database: Path) -> Path:
-    return database.with_name(database.name + ".lock")
+    """``<database>.lock`` beside the database file itself, symlinks resolved: every path to
+    one database (through a symlink, relative or not) names the one lock."""
+    try:
+        real = database.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: opening the store reports it
+        real = database
+    return real.with_name(real.name + ".lock")
 
 
 class CrawlLock:

@@ -7,7 +7,10 @@ into the live frontier), the ranking job every ``ranking.schedule_s``, a re-read
 known sitemap and feed every ``publication.refresh_s`` (paper 003 §3), and a status job
 that publishes the crawl counters to the database (``xyro status``) and to systemd
 (``STATUS=``). Schedules run on the wall clock; with an accelerated clock their intervals
-are divided by its speed so that they keep their place on the simulated time line.
+are divided by its speed so that they keep their place on the simulated time line. The
+ranking and the re-read count their period from their last run, by this daemon or an
+earlier one (a ``rank`` row of ``job_runs``, the :data:`PUBLICATION_KEY` state): a daemon
+restarted more often than the period still runs them.
 
 Signals: SIGTERM/SIGINT stop (in-flight fetches end or go back, the writer flushes, exit 0);
 SIGHUP re-reads the configuration file: new seeds are queued, the log level changes, and
@@ -53,6 +56,11 @@ log = logging.getLogger("xyro.service.daemon")
 
 #: The state key of the running daemon's crawl counters (``xyro status``: live crawl).
 LIVE_KEY = "crawl.live"
+#: The state key of the last re-read of the known sitemaps and feeds (crawl clock seconds).
+PUBLICATION_KEY = "publication.last_reread"
+#: Real seconds after the start for a ranking or re-read whose time came while no daemon
+#: ran: the crawl starts first.
+CATCH_UP_AFTER_S = 1.0
 STATUS_INTERVAL_S = 10.0  # real seconds between status publications
 PLAN_AFTER_UNIT_START_S = 0.02  # real seconds: scheduler jitter, so plans see their unit
 #: Old versions are pruned once a time unit, at most this often (real seconds)...
@@ -164,8 +172,11 @@ class Daemon:
         scale = float(getattr(self.app.clock, "speed", 1.0))
         scheduler = BackgroundScheduler(timezone="UTC", job_defaults={
             "coalesce": True, "max_instances": 1, "misfire_grace_time": 3600})
+        last_rank, last_reread, fresh = self._last_runs()
+        rank_s = self.app.config.ranking.schedule_s
         scheduler.add_job(self._rank_job, "interval", id="rank",
-                          seconds=max(1.0, self.app.config.ranking.schedule_s / scale))
+                          seconds=max(1.0, rank_s / scale),
+                          next_run_time=self._first_run(last_rank, rank_s, scale, fresh))
         scheduler.add_job(self._plan_job, id="plan-now")  # no trigger: once, at start
         # Each unit's plan at the start of the unit (just after it, so the planner's clock is
         # in the new unit): the unit's fetch budget waits for its due pages (UnitBudget).
@@ -182,8 +193,10 @@ class Daemon:
                                           .check_interval_s / scale))
         scheduler.add_job(self._prune_job, "interval", id="prune",
                           seconds=max(PRUNE_EVERY_MIN_S, unit_s / scale))
+        reread_s = self.app.config.publication.refresh_s
         scheduler.add_job(self._publication_job, "interval", id="publication",
-                          seconds=max(1.0, self.app.config.publication.refresh_s / scale))
+                          seconds=max(1.0, reread_s / scale),
+                          next_run_time=self._first_run(last_reread, reread_s, scale, fresh))
         scheduler.add_job(self._status_job, "interval", id="status", seconds=STATUS_INTERVAL_S)
         scheduler.add_job(self._summary_job, "interval", id="summary",
                           seconds=self.app.config.log.summary_interval_s)
@@ -191,6 +204,36 @@ class Daemon:
         scheduler.add_job(self._seeds_job, "interval", id="seeds", seconds=SEED_POLL_S)
         scheduler.add_job(self._idle_job, "interval", id="idle", seconds=1.0)
         return scheduler
+
+    def _last_runs(self) -> tuple[float | None, float | None, bool]:
+        """(when the last ranking finished, when the known sitemaps and feeds were last
+        re-read, whether the database holds no URL yet), from the store."""
+        assert self._store is not None
+        conn = self._store.read_connection()
+        try:
+            # Newest first by rowid: stops at the last ranking, however many runs of other jobs.
+            row = conn.execute("SELECT finished FROM job_runs WHERE name = 'rank' AND "
+                               "finished IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
+            fresh = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM urls)").fetchone()[0]
+        finally:
+            conn.close()
+        reread = self._store.get_state(PUBLICATION_KEY)
+        return (None if row is None else float(row[0]),
+                float(reread) if isinstance(reread, (int, float)) else None, bool(fresh))
+
+    def _first_run(self, last: float | None, every_s: float, scale: float,
+                   fresh: bool) -> datetime:
+        """When a job run every ``every_s`` clock seconds first runs: a period after its last
+        run, which an earlier daemon may have made (APScheduler counts from the start, so a
+        daemon restarted more often than the period never ran it); soon after the start when
+        that time has passed or no run is recorded. A new database has nothing to catch up
+        on: a period after the start."""
+        if last is None:
+            wait = every_s if fresh else 0.0
+        else:  # a last run ahead of the clock (set back since): one period, not more
+            wait = min(every_s, last + every_s - self.app.clock.now())
+        return datetime.now(timezone.utc) + timedelta(seconds=max(CATCH_UP_AFTER_S,
+                                                                  wait / scale))
 
     def _stop_check(self) -> None:
         """The long jobs' stop check: raises :class:`_Stopped` once the daemon stops."""
@@ -324,7 +367,9 @@ class Daemon:
         """Re-read every known sitemap and feed: their pages and dates may have moved."""
         assert self._parts is not None
         crawler = self._parts.crawler
-        sub = crawler.publication.reread(crawler.frontier, self.app.clock.now())
+        now = self.app.clock.now()
+        sub = crawler.publication.reread(crawler.frontier, now)
+        self._parts.writer.submit(SetState(PUBLICATION_KEY, now))  # a restart counts from it
         log.info("publication sources queued for a re-read: %d", len(sub.queued) + sub.known)
 
     def _status_job(self) -> None:
@@ -361,17 +406,28 @@ class Daemon:
             self._parts.writer.submit(SetState(LIVE_KEY, None))
 
     def _reload_job(self) -> None:
+        """SIGHUP: re-read the configuration, apply it, and tell systemd how that went. Its
+        READY=1 after RELOADING=1 is sent whatever happens: without it the unit stays
+        "reloading" and `systemctl reload` waits for its timeout."""
         if not self._reload.is_set() or self._reload_config is None:
             return
         self._reload.clear()
         self.notifier.notify(reloading=1)
+        status = "reload failed: see the log"  # _apply raised (a bug): APScheduler logs it
         try:
-            new = self._reload_config()
-        except XyroError as exc:
-            log.error("reload refused, keeping the running configuration: %s", exc)
-        else:
+            try:
+                new = self._reload_config()
+            except Exception as exc:  # a bad file keeps the crawl running as it was
+                expected = isinstance(exc, XyroError)  # a config error; anything else: a bug
+                reason = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+                log.error("reload refused, keeping the running configuration: %s", reason,
+                          exc_info=not expected)
+                status = "reload refused: " + " ".join(reason.split())  # one STATUS= line
+                return
             self._apply(new)
-        self.notifier.ready("configuration reloaded")
+            status = "configuration reloaded"
+        finally:
+            self.notifier.ready(status)
 
     def _apply(self, new: XyroConfig) -> None:
         """Seeds, sitemaps and log level take effect now (new ones: against the last reload,

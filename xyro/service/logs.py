@@ -79,12 +79,22 @@ def log_fatal(message: str) -> bool:
     """Log ``message``, why the command ends, as one ERROR record when the log's form is
     read by a machine (JSON, or journald's priority prefix): a bare line there would be
     unparseable, or stored at info where ``journalctl -p err`` cannot see it. False when
-    the log is plain text (or not set up): the caller prints the line itself."""
+    the log is plain text (or not set up): the caller prints :func:`bare_fatal` itself."""
     read_by_machine = (_JsonFormatter, _JournalFormatter)
     if not any(isinstance(h.formatter, read_by_machine) for h in logging.getLogger().handlers):
         return False
     logging.getLogger("xyro").error("%s", message)
     return True
+
+
+def bare_fatal(message: str) -> str:
+    """``message`` as the caller prints it when :func:`log_fatal` did not log it. Under
+    journald with nothing logging yet (a configuration error comes before the log is set up)
+    each line carries the error priority ``<3>``: journald stores a bare line at info, out of
+    ``journalctl -p err``."""
+    if logging.getLogger().handlers or not journald_stderr():
+        return message
+    return "\n".join(f"<{_PRIORITY[logging.ERROR]}>{line}" for line in message.splitlines())
 
 
 def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: object) -> None:
