@@ -269,6 +269,38 @@ def test_unreachable_cluster_is_an_error_when_required() -> None:
             pass
 
 
+def test_a_port_that_never_answers_as_a_scheduler_is_unreachable_within_the_timeout() -> None:
+    # It accepts and says nothing (another service, a stuck scheduler): Dask's own timeout
+    # does not bound that handshake, and the daemon's ranking and its stop waited for ever.
+    import threading
+    import time
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=accept, daemon=True).start()
+    silent = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(ClusterUnreachable, match="no answer as a Dask scheduler"):
+            with open_cluster(silent, 1.0, required=True):
+                pass
+        with open_cluster(silent, 1.0) as session:   # the daemon's: this host instead
+            assert session is None
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - started < 20
+
+
 def _edges(tmp_path: Path) -> Path:
     graph = uneven_graph(n=2000, m=20_000)
     src = np.repeat(np.arange(graph.n), np.diff(graph.indptr))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 EXTRA = "xyro[cluster]"
 POLL_S = 0.5            # the driver checks check_stop this often while a sweep runs
 WORKERS_WAIT_S = 10.0   # at most this long for a scheduler without workers to get one
+CONNECT_SLACK_S = 2.0   # beyond ranking.cluster_timeout_s for the client's own timeout
 SLICES_PER_THREAD = 4   # at least: blocks of whole slices, balanced to a quarter of one
 
 
@@ -220,7 +222,7 @@ def connect(address: str, timeout_s: float) -> Any:
     ClusterUnreachable (what went wrong) otherwise, ClusterMissing without the extra."""
     distributed = load_distributed()
     try:
-        client = distributed.Client(address, timeout=timeout_s, set_as_default=False)
+        client = _client_within(distributed, address, timeout_s)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address} within "
                                  f"{timeout_s:g} s ({exc.__class__.__name__}: {exc})") from None
@@ -231,6 +233,38 @@ def connect(address: str, timeout_s: float) -> Any:
         raise ClusterUnreachable(f"the Dask scheduler at {address} has no worker "
                                  f"({exc.__class__.__name__}: {exc})") from None
     return client
+
+
+def _client_within(distributed: Any, address: str, timeout_s: float) -> Any:
+    """``distributed.Client(address)``, or TimeoutError after ``timeout_s`` (and a little):
+    the Client's own timeout does not bound its handshake, so a port that accepts and never
+    answers as a scheduler (another service, a stuck scheduler) held it for ever, and with
+    it the daemon's ranking and its stop. The attempt left behind runs on in a daemon
+    thread; a client it makes after all is closed."""
+    lock, box = threading.Lock(), {}
+
+    def make() -> None:
+        try:
+            made: Any = distributed.Client(address, timeout=timeout_s, set_as_default=False)
+        except BaseException as exc:   # handed to the caller, which raises it
+            made = exc
+        with lock:
+            if box.get("abandoned"):
+                if not isinstance(made, BaseException):
+                    made.close()
+                return
+            box["made"] = made
+    thread = threading.Thread(target=make, name="xyro-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s + CONNECT_SLACK_S)
+    with lock:
+        if "made" not in box:
+            box["abandoned"] = True
+            raise TimeoutError(f"no answer as a Dask scheduler in {timeout_s:g} s")
+    made = box["made"]
+    if isinstance(made, BaseException):
+        raise made
+    return made
 
 
 @contextmanager
