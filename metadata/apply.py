@@ -426,10 +426,18 @@ class BatchApplier:
             many("UPDATE urls SET rate = ?, rate_source = ?, due_unit = ?, interval_units = ? "
                  "WHERE id = ?", rows[SetRefresh])
         if rows[HostDelay]:
+            # One row per host: every dispatched request sends one (xyro.crawl.frontier).
+            latest: dict[str, tuple[str, float, float | None]] = {}
+            for host, delay, started in rows[HostDelay]:
+                seen = latest.get(host)
+                if seen is not None and seen[2] is not None and (started is None
+                                                                 or started < seen[2]):
+                    started = seen[2]
+                latest[host] = (host, delay, started)
             many("INSERT INTO hosts (host, crawl_delay, last_fetch) VALUES (?, ?, ?) "
                  "ON CONFLICT (host) DO UPDATE SET crawl_delay = excluded.crawl_delay, "
                  "last_fetch = coalesce(max(coalesce(last_fetch, excluded.last_fetch), "
-                 "excluded.last_fetch), last_fetch)", rows[HostDelay])
+                 "excluded.last_fetch), last_fetch)", list(latest.values()))
         if rows[HostPause]:
             many("INSERT INTO hosts (host, paused_until) VALUES (?, ?) ON CONFLICT (host) "
                  "DO UPDATE SET paused_until = excluded.paused_until", rows[HostPause])

@@ -95,3 +95,52 @@ def test_a_restart_keeps_a_pause_the_host_asked_for(
         "/robots.txt", "/p0", "/robots.txt", "/p0"], site.arrivals
     paused_at = site.arrivals[1][0]
     assert site.arrivals[2][0] - paused_at >= 2.0 - 0.05, site.arrivals
+
+
+def test_a_restart_after_a_kill_waits_the_delay_since_the_request_in_flight(
+        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+    # SIGKILL (an OOM kill) while /p1 is in flight leaves no record of that request; its
+    # start is recorded when it is dispatched, so the restart (systemd's Restart=) does not
+    # ask the host again before its delay.
+    import threading
+
+    from xyro.app import build_crawler
+    from xyro.service.crawl_run import queue_seeds
+
+    delay_s = 3.0   # longer than a restart takes, so that only the record makes it wait
+    in_flight = threading.Event()
+
+    def slow_chain(path: str) -> tuple[int, dict[str, str], bytes]:
+        if path == "/p1" and not in_flight.is_set():
+            in_flight.set()
+            threading.Event().wait(3.0)   # still answering when the process dies
+        return _chain(path)
+
+    site = routed_site(slow_chain)
+    app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/p0'])}",
+                        f"crawler.politeness.delay_s={delay_s}")
+    stop, dead = threading.Event(), threading.Event()
+    with app.open_store() as store:
+        parts = build_crawler(app, store)
+        submit = parts.writer.submit
+
+        def kill_point(op: Any) -> None:   # what SIGKILL leaves: the ops before it
+            if not dead.is_set():
+                submit(op)
+        parts.crawler.frontier._record = kill_point
+        parts.crawler._submit = kill_point
+        queue_seeds(parts.crawler.frontier, app.config.seeds)
+
+        def kill_when_in_flight() -> None:
+            in_flight.wait(30)
+            dead.set()
+            stop.set()
+        threading.Thread(target=kill_when_in_flight, daemon=True).start()
+        parts.crawler.run(max_seconds=30, stop=stop)
+        parts.close()
+    run_crawl(app, max_pages=1)   # the restart: /p1 again, its record was never made
+    assert site.requests == ["/p0", "/p1", "/p1"], site.requests
+    # The restart's first request, robots.txt included, waits the delay from the killed one.
+    killed = [t for t, path in site.arrivals].index(site.times[1])
+    gap = site.arrivals[killed + 1][0] - site.arrivals[killed][0]
+    assert gap >= delay_s - 0.05, (gap, site.arrivals)

@@ -68,6 +68,9 @@ from xyro.net.robots import RobotsCache
 from xyro.net.urls import url_keys
 
 LOADER, URGENT, REFRESH, DISCOVERY, BACKGROUND = range(LEVELS)
+#: Clock seconds between a request's dispatch and its start at most (a worker takes it at
+#: once): the start recorded at dispatch errs late, so a restart never waits too little.
+DISPATCH_MARGIN_S = 1.0
 
 #: What a producer offers: a canonical URL (at the call's depth), or a (url, depth) pair.
 Item = Union[str, tuple[str, int], tuple[str, int, float]]
@@ -210,6 +213,18 @@ class Frontier(FrontierQueues):
                 refused = [(o, r) for o, r in sub.refused if not self._holds(o.url)]
             self._write(records(queued, refused))
         return sub
+
+    def pop(self, now: float | None = None, max_level: int = LEVELS) -> FrontierItem | None:
+        """:meth:`FrontierQueues.pop`; a request about to go records its host's start
+        (``HostDelay.started_at``, :data:`DISPATCH_MARGIN_S` late): a process killed while
+        it is in flight leaves no page record, and the restart would otherwise count the
+        host's delay from the request before it."""
+        item = super().pop(now, max_level)
+        if item is not None and item.kind != "disallowed" and self._record is not None:
+            at = (self._clock.now() if now is None else now) + DISPATCH_MARGIN_S
+            with self._journal:
+                self._write([HostDelay(item.host, self.hosts.slot(item.host).crawl_delay, at)])
+        return item
 
     def done(self, item: FrontierItem, retry_after_s: float | None = None, error: bool = False,
              now: float | None = None, started_at: float | None = None) -> None:
