@@ -248,7 +248,8 @@ def describe(value: Any, plain: str | None) -> str:
     if value is None:
         return "nothing (an empty value)"
     if isinstance(value, (int, float)):
-        return format_number(value)
+        # As written where known: "8.0" is no whole number, though it prints as 8.
+        return plain if plain and plain.strip() else format_number(value)
     if isinstance(value, str):
         return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
     if isinstance(value, (list, tuple)):

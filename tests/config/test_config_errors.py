@@ -60,6 +60,9 @@ FILE_CASES = [
     ("crawler:\n  workers: \"8\"\n", "crawler.workers", 2, "whole number, got '8'; write it "
                                                          "without quotes"),
     ("crawler:\n  workers: 8.5\n", "crawler.workers", 2, "whole number, got 8.5"),
+    # as written: 8.0 is no whole number to YAML, though it prints as 8
+    ("crawler:\n  workers: 8.0\n", "crawler.workers", 2, "whole number, got 8.0"),
+    ("crawler:\n  expected_urls: 1e7\n", "crawler.expected_urls", 2, "whole number, got 1e7"),
     ("crawler:\n  workers: yes\n", "crawler.workers", 2, "yes, which YAML reads as true"),
     ("crawler:\n  workers:\n", "crawler.workers", 2, "got nothing"),
     ("crawler:\n  user_agent: no\n", "crawler.user_agent", 2,
