@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -220,6 +220,21 @@ class OpicState:
                             cp.virtual_history, cp.recent_default], dtype=np.float64)
         return cls(cp.params, n, scalars, buffers)
 
+    def with_adaptive(self, adaptive: AdaptiveParams) -> OpicState:
+        """A copy of this state, kept without Adaptive OPIC histories, that keeps them from
+        now on (this one is unchanged; ValueError if it has them). Each page starts with
+        the default history (``ranking.opic_adaptive``) at the rate of its ``inflow``
+        estimate, not a new page's rate: all pages receive about one unit of cash per unit
+        of G, so that estimate is a rate, and the best guess of what each page receives."""
+        if self.params.adaptive is not None:
+            raise ValueError("this OPIC state already keeps Adaptive OPIC histories")
+        params = replace(self.params, adaptive=adaptive)
+        rates = self.estimate("inflow")
+        state = OpicState.restore(replace(self.checkpoint(), params=params,
+                                          **_empty_adaptive(params, self.n)))
+        state._default_history(slice(0, self.n), rates)
+        return state
+
     # ---- read-outs -----------------------------------------------------------------------
 
     @property
@@ -231,6 +246,11 @@ class OpicState:
     def virtual_cash(self) -> float:
         """The cash V holds (not yet handed to the pages)."""
         return float(self._scalars[VIRTUAL])
+
+    @property
+    def virtual_history(self) -> float:
+        """All the cash V has handed to the pages so far (its flushes)."""
+        return float(self._scalars[VIRTUAL_HISTORY])
 
     @property
     def total(self) -> float:
@@ -344,9 +364,11 @@ class OpicState:
             self._default_history(new)
         return first
 
-    def _default_history(self, new: slice) -> None:
+    def _default_history(self, new: slice, rate: float | np.ndarray | None = None) -> None:
+        """Pages ``new`` received ``rate`` (default: ``default_rate()``) per unit of G
+        during the last window (``ranking.opic_adaptive``, "Default history")."""
         b, g, window = self._buf, self._scalars[CLOCK], self.params.adaptive.window
-        prior = self.default_rate() * window
+        prior = (self.default_rate() if rate is None else rate) * window
         b["bao_history"][new] = prior
         b["bao_clock"][new] = g
         b["ring_cash"][new] = 0.0

@@ -32,6 +32,7 @@ the work directory, which the caller removes.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -205,6 +206,19 @@ def _checked_chunk(rows: object, degrees: object, destinations: object, n: int,
 
 
 POINTER_PIECE_ROWS = 1 << 20
+MIN_SLICE_BYTES = 64 * SLICE_BYTES_PER_PAGE  # SliceStore.build cuts no smaller slices
+
+
+def slice_room(budget_bytes: int, n: int) -> int:
+    """What ``budget_bytes`` leaves for one slice beside the resident vectors of ``n``
+    pages; ``SliceStore.build`` refuses a budget that leaves less than MIN_SLICE_BYTES."""
+    return int(budget_bytes * USABLE_FRACTION) - RESIDENT_BYTES_PER_PAGE * n
+
+
+def min_budget_bytes(n: int) -> int:
+    """The budget to ask for ``n`` pages: it leaves 16 MiB for a slice beside the resident
+    vectors (MIN_SLICE_BYTES would do, in thousands of tiny slices)."""
+    return math.ceil((RESIDENT_BYTES_PER_PAGE * n + (1 << 24)) / USABLE_FRACTION) + 1
 
 
 def budget_for_slices(n: int, m: int, count: int) -> int:
@@ -279,7 +293,10 @@ class SliceStore:
         """Slice k: (in_indptr, in_indices, out_indptr, out_indices), local int64 pointers.
 
         ``into(kind, dtype, count)`` (optional) gives the array to read each part into (a
-        reusable buffer: ``ranking.blocks.Scratch``); new arrays otherwise."""
+        reusable buffer: ``ranking.blocks.Scratch``); new arrays otherwise. OSError naming
+        the file if the slice is not a valid CSR of its rows over the n pages: the sweep
+        kernels index without bounds checks, and a slice file cut short on disk (a short
+        write, a full disk, a stale network read) would read memory out of bounds."""
         parts = []
         for kind, dtype in (("in-ptr", "<i8"), ("in-idx", "<i4"), ("out-ptr", "<i8"),
                             ("out-idx", "<i4")):
@@ -291,7 +308,32 @@ class SliceStore:
             out = into(kind, dtype, os.path.getsize(path) // size)
             read_into(path, out, 0)
             parts.append(out)
+        rows = int(self.bounds[k + 1] - self.bounds[k])
+        self._check_csr(k, "in", parts[0], parts[1], rows)
+        self._check_csr(k, "out", parts[2], parts[3], rows)
         return parts[0], parts[1], parts[2], parts[3]
+
+    def _check_csr(self, k: int, side: str, ptr: np.ndarray, idx: np.ndarray,
+                   rows: int) -> None:
+        """OSError unless (``ptr``, ``idx``), slice k's ``side`` part, is a CSR of ``rows``
+        rows over pages [0, n): O(rows + links), vectorised."""
+        ptr_path, idx_path = self._path(f"{side}-ptr", k), self._path(f"{side}-idx", k)
+        if len(ptr) != rows + 1:
+            problem = (f"{ptr_path} holds {len(ptr)} row pointers, not the {rows + 1} of "
+                       f"its {rows} pages")
+        elif ptr[0] != 0 or bool(np.any(ptr[1:] < ptr[:-1])):
+            problem = f"{ptr_path}: its row pointers do not rise from 0"
+        elif ptr[-1] != len(idx):
+            problem = (f"{idx_path} holds {len(idx)} links, but {ptr_path} counts "
+                       f"{int(ptr[-1])}")
+        elif len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= self.n):
+            problem = f"{idx_path} names pages outside [0, {self.n})"
+        else:
+            return
+        raise OSError(f"slice {k} of the out-of-core ranking is damaged: {problem}; the file "
+                      "is not what was written to it (a short write, a full disk, a stale "
+                      f"network read?): check the disk of {self.directory.parent}, then "
+                      "rank again (each ranking cuts its slices anew)")
 
     @classmethod
     def build(cls, source: CsrSource, directory: Path, budget_bytes: int,
@@ -299,13 +341,12 @@ class SliceStore:
         """Cut the graph into slices that fit the memory budget (three streaming passes;
         ``check_stop`` is called before each chunk and each slice)."""
         n, m = source.n, source.m
-        usable = int(budget_bytes * USABLE_FRACTION) - RESIDENT_BYTES_PER_PAGE * n
+        usable = slice_room(budget_bytes, n)
         chunk_links = max(1, min(chunk_links, usable // 64))
-        if usable < 64 * SLICE_BYTES_PER_PAGE:
-            need = (RESIDENT_BYTES_PER_PAGE * n + (1 << 24)) / USABLE_FRACTION
+        if usable < MIN_SLICE_BYTES:
             raise ValueError(f"memory budget of {budget_bytes} bytes is too small for {n} pages "
                              f"out of core ({RESIDENT_BYTES_PER_PAGE} bytes per page stay "
-                             f"resident); give at least {int(need)} bytes")
+                             f"resident); give at least {min_budget_bytes(n)} bytes")
         directory = Path(tempfile.mkdtemp(prefix="xyro-slices-", dir=directory))
         in_prefix = np.zeros(n + 1, dtype=np.int64)
         chunks = row_cuts(source, 0, 1, chunk_links)

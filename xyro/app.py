@@ -350,14 +350,16 @@ def build_opic(app: App, store: MetadataStore,
                submit: Callable[[Any], object]) -> OpicCheckpoints | None:
     """OPIC in the crawl (``ranking.opic``), continued from the stored checkpoint if any and
     brought up to the store: the visits of pages fetched after it (all fetched pages without
-    one) are replayed (:mod:`xyro.crawl.opic_replay`)."""
+    one) are replayed (:mod:`xyro.crawl.opic_replay`). A checkpoint that does not decode is
+    an :class:`~xyro.crawl.opic_online.OpicCheckpointError` (exit 2); one written under
+    another estimate or damping is continued, with a warning (``OnlineOpic.continue_under``)."""
     # Imported here: ranking compiles with numba, whose cache folder the entry point sets
     # first (xyro/service/numba_cache.py).
     from contextlib import closing
 
     from ranking.opic import OpicParams
     from ranking.opic_adaptive import WINDOW_ESTIMATES, AdaptiveParams
-    from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpoints
+    from xyro.crawl.opic_online import Focus, OnlineOpic, OpicCheckpointError, OpicCheckpoints
     from xyro.crawl.opic_replay import replay_fetches
 
     cfg = app.config.ranking
@@ -368,7 +370,13 @@ def build_opic(app: App, store: MetadataStore,
                   boost=opic_cfg.focus.boost)
     stored = store.opic_checkpoint()
     if stored is not None:
-        opic = OnlineOpic.from_checkpoint(stored[3], focus, opic_cfg.estimate)
+        try:
+            opic = OnlineOpic.from_checkpoint(stored[3], focus, opic_cfg.estimate)
+        except OpicCheckpointError as exc:
+            raise OpicCheckpointError(f"cannot continue OPIC from the checkpoint in "
+                                      f"{store.path}: {exc}") from exc
+        for note in opic.continue_under(cfg.damping, opic_cfg.estimate):
+            log.warning("OPIC checkpoint in %s: %s", store.path, note)
     else:
         adaptive = AdaptiveParams() if opic_cfg.estimate in WINDOW_ESTIMATES else None
         opic = OnlineOpic(OpicParams(damping=cfg.damping, adaptive=adaptive), focus,

@@ -409,6 +409,8 @@ def rank(ctx: click.Context, edges: Path | None, top: int, compare: bool, reads:
     except ValueError as exc:
         verb = "compare" if compare else "rank"
         raise XyroError(f"cannot {verb} {edges or app.database_path}: {exc}") from None
+    except OSError as exc:   # a slice file damaged or its disk full (ranking.slices)
+        raise XyroError(f"cannot rank {edges or app.database_path}: {exc}") from None
     except MemoryError:
         raise XyroError(f"not enough memory to rank {edges or app.database_path}: its page "
                         "count needs more than this machine has; for the stored graph lower "

@@ -8,7 +8,11 @@ Each host keeps one FIFO per level; with OPIC in the crawl (a ``cash`` function)
 of unread pages (:data:`CASH_LEVELS`: discovery, background) are instead kept in Greedy
 order, highest cash first (:class:`~xyro.crawl.cash_queue.CashQueue`), and among hosts ready
 at such a level the one whose head holds the most cash goes first: within politeness, the
-crawler takes the unread page with the most cash, as OPIC's Greedy policy does (000 §2). A host is *ready* when the :class:`HostScheduler` lets it
+crawler takes the unread page with the most cash, as OPIC's Greedy policy does (000 §2).
+Queues and ready heap compare the cash function's ordering key
+(:func:`~xyro.crawl.cash_queue.greedy_key`), which V's handouts leave unchanged, so an entry
+filed long ago stays comparable with one filed now. A host is *ready* when the
+:class:`HostScheduler` lets it
 start; among ready hosts the one with the best (lowest) queued level goes first, ties in the
 order they became ready; from that host the head of its best level is taken. So within
 politeness, level 0 goes first globally, and a host full of level-4 links never delays
@@ -47,7 +51,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from xyro.clock import Clock
-from xyro.crawl.cash_queue import CashOf, CashQueue
+from xyro.crawl.cash_queue import CashOf, CashQueue, greedy_key
 from xyro.crawl.hosts import LEVELS, HostScheduler, HostSlot
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import robots_url, url_keys
@@ -82,7 +86,8 @@ class FrontierQueues:
     def __init__(self, hosts: HostScheduler, robots: RobotsCache, clock: Clock,
                  cash: CashOf | None = None) -> None:
         self.hosts = hosts
-        self._cash = cash  # OPIC cash of a URL (Greedy order of CASH_LEVELS), or None: FIFO
+        # Greedy key of a URL's OPIC cash (order of CASH_LEVELS; cash_queue.py), or None: FIFO
+        self._cash = None if cash is None else greedy_key(cash)
         self.robots = robots
         self._clock = clock
         self._open: dict[str, int] = {}  # url → fetches popped and not completed/given back
@@ -93,7 +98,7 @@ class FrontierQueues:
         self._queued: dict[str, FrontierItem] = {}  # url → its live item (queued or delayed)
         self._in_progress: dict[str, FrontierItem] = {}
         self._delayed: list[tuple[float, int, FrontierItem]] = []
-        # (level, −cash of its head at a cash level else 0, arrival, host)
+        # (level, −key of its head at a cash level else 0, arrival, host)
         self._ready_heap: list[tuple[int, float, int, str]] = []
         self._level_counts = [0] * LEVELS
         # Per level, the hosts that had queued items there: pruned lazily by servable(), and
@@ -155,8 +160,14 @@ class FrontierQueues:
         if not isinstance(queue, CashQueue):
             return
         queue.rekey(item, self._is_queued)
-        if slot.ready_level == item.priority and queue[0] is item:
-            # The host waits in the ready heap under its head's old cash: file it again.
+        self._refile_host(slot, item)
+
+    def _refile_host(self, slot: HostSlot, item: FrontierItem) -> None:
+        """``item``, queued at a cash level, may now head its host's queue with a higher key
+        than the one the host waits under in the ready heap: file the host again."""
+        queue = slot.levels[item.priority] if slot.levels is not None else None
+        if slot.ready_level == item.priority and isinstance(queue, CashQueue) \
+                and queue[0] is item:
             heapq.heappush(self._ready_heap, (item.priority, -queue.top_cash(),
                                               next(self._seq), item.host))
 
@@ -182,6 +193,8 @@ class FrontierQueues:
         level = slot.ready_level
         if level is not None and item.priority < level:
             self._mark_ready(item.host, slot, item.priority)
+        elif level == item.priority:
+            self._refile_host(slot, item)  # a ready host may have a richer head now
         elif level is None and not slot.held:
             self.hosts.want(item.host)
 
@@ -204,16 +217,39 @@ class FrontierQueues:
             while self._ready_heap:
                 if self._ready_heap[0][0] > max_level:
                     return None
-                level, _, _, host = heapq.heappop(self._ready_heap)
+                level, key, _, host = heapq.heappop(self._ready_heap)
                 slot = self._slot(host)
                 if slot.ready_level != level:
                     continue  # stale: the host moved up a level or left
+                if self._outbid(host, slot, level, key):
+                    continue
                 slot.ready_level = None
                 self._n_ready -= 1
                 item = self._take(host, slot, now)
                 if item is not None:
                     return item
             return None
+
+    def _outbid(self, host: str, slot: HostSlot, level: int, key: float) -> bool:
+        """Ready ``host`` came out of the ready heap under ``key`` (−key of its head when
+        filed), but its head now holds less (that head was drained or moved up a level):
+        file it again under its head's key, and True (lock held)."""
+        if slot.live is None or not slot.live[level]:
+            return False  # nothing live left at this level: _take sees to it
+        head = self._head_key(slot, level)
+        if key >= head:
+            return False
+        heapq.heappush(self._ready_heap, (level, head, next(self._seq), host))
+        return True
+
+    def _head_key(self, slot: HostSlot, level: int) -> float:
+        """The ready heap's key for ``slot`` at ``level``: −(the key its head was filed
+        under) at a Greedy level, else 0.0 (lock held)."""
+        queue = slot.levels[level]  # type: ignore[index]
+        if not isinstance(queue, CashQueue):
+            return 0.0
+        self._head(slot, level)  # drops stale entries at the head
+        return -queue.top_cash()
 
     def _release_due(self, now: float) -> None:
         while self._delayed and self._delayed[0][0] <= now:
@@ -225,10 +261,8 @@ class FrontierQueues:
         if slot.ready_level is None:
             self._n_ready += 1
         slot.ready_level = level
-        cash = 0.0
-        if self._cash is not None and level in CASH_LEVELS:
-            cash = self._cash(self._head(slot, level).url)
-        heapq.heappush(self._ready_heap, (level, -cash, next(self._seq), host))
+        heapq.heappush(self._ready_heap, (level, self._head_key(slot, level), next(self._seq),
+                                          host))
 
     def _head(self, slot: HostSlot, level: int) -> FrontierItem:
         dq = slot.levels[level]  # type: ignore[index]

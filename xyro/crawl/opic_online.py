@@ -7,21 +7,32 @@ virtual page V); this module gives it the crawl's vocabulary:
 - :meth:`OnlineOpic.visit` is called for every page the crawl fetched and parsed, with the
   links it found (HTML and XML links alike): the page hands its cash to its children and V.
   A 304 carries no links and is not a visit (its cash waits for the next full read);
-- :meth:`OnlineOpic.cash` is the frontier's key for unread pages (Greedy order);
+- :attr:`OnlineOpic.cash` gives a URL's cash, and its ``key`` the frontier's Greedy key for
+  unread pages: the cash less the running total of V's per-page handouts since this object
+  was made. V's handouts raise every page's cash alike, so that key orders pages exactly as
+  their current cash does and stays put for a page that gains nothing of its own, as a
+  queue filed long ago needs (:mod:`xyro.crawl.cash_queue`);
 - focus (000 §3 "Focused crawling"): a newly found link that looks like an XML document,
   feed or sitemap, or matches a configured pattern, gets ``boost`` times a page's mean cash
   from V at once (as much as V holds), so the total cash never changes;
 - :meth:`checkpoint` encodes the whole state with the pages' URLs (a compressed ``.npz``) for
   the metadata writer (:class:`metadata.SaveOpic`), and :meth:`from_checkpoint` continues
-  from it after a restart: same pages, same cash, same G;
+  from it after a restart: same pages, same cash, same G, same damping (its history was
+  accumulated with it). Bytes that do not decode (a truncated or altered blob) raise
+  :class:`OpicCheckpointError`, which says how to start afresh. A checkpoint written under
+  the ``inflow`` or ``papers`` estimate keeps no Adaptive OPIC histories: continued under a
+  window estimate, :meth:`keep_window_histories` gives each page a default history at the
+  rate its inflow estimate gives, and keeps them from then on;
 - :meth:`replay` is :meth:`visit` for a fetch the store holds but the restored state missed
   (fetched after the checkpoint, or with OPIC off): :mod:`xyro.crawl.opic_replay` calls it
   at start, through the same visit path, so the state agrees with the store again.
 
 Thread-safety: visits, grants and checkpoints take the lock (the dispatcher visits; the
-daemon's checkpoint timer and ``xyro status`` read). :meth:`cash` reads without it, since
+daemon's checkpoint timer and ``xyro status`` read). :attr:`cash` reads without it, since
 the frontier calls it under its own lock: under the GIL it reads one page's stored cash and
-the offset, a value at most one visit old, which is all an ordering key needs.
+the offset, a value at most one visit old. The Greedy key must be exact, since a queue keeps
+it as long as the page waits: it is read between two looks at a visit counter that is odd
+while a visit runs, and under the lock when a visit ran meanwhile.
 """
 
 from __future__ import annotations
@@ -31,15 +42,29 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from metadata import SaveOpic
 from ranking.opic import ESTIMATES, OpicCheckpoint, OpicParams, OpicState
+from ranking.opic_adaptive import WINDOW_ESTIMATES, AdaptiveParams
 from xyro.clock import Clock
+from xyro.errors import XyroError
+
+if TYPE_CHECKING:
+    from xyro.crawl.cash_queue import GreedyCash
 
 _URLS_KEY = "urls"
+_AFRESH = "delete it (DELETE FROM opic_checkpoint) to start OPIC afresh from the fetches stored"
+
+
+class OpicCheckpointError(XyroError, ValueError):
+    """The stored OPIC checkpoint cannot be continued from (it does not decode, or its parts
+    disagree). A restart meets the same row: exit 2, so that systemd's
+    ``RestartPreventExitStatus=2`` does not restart into it every few seconds."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +98,19 @@ class OpicCheckpointData:
     estimate: np.ndarray
 
 
+class _Cash:
+    """:attr:`OnlineOpic.cash`: called with a URL, its cash now; ``key``, its Greedy key."""
+
+    __slots__ = ("key", "_opic")
+
+    def __init__(self, opic: OnlineOpic) -> None:
+        self._opic = opic
+        self.key = opic.greedy_key
+
+    def __call__(self, url: str) -> float:
+        return self._opic.cash_now(url)
+
+
 class OnlineOpic:
     """The crawl's OPIC state: URL → page id, visits, focus, estimates, checkpoints."""
 
@@ -93,6 +131,11 @@ class OnlineOpic:
         self.visits = 0
         self.replayed = 0  # visits replayed from the store at start (not in ``visits``)
         self.granted = 0.0  # focus cash handed out since start
+        # Greedy key (module doc): V's cash handed to each page since this object was made,
+        # and a counter, odd while a visit runs, to read the key without the lock.
+        self._handed = 0.0
+        self._writes = 0
+        self.cash: GreedyCash = _Cash(self)
 
     # -- the crawl's calls ------------------------------------------------------------------
 
@@ -135,14 +178,35 @@ class OnlineOpic:
         get = self._ids.get
         page = get(url)
         ids = list(map(get, children))
-        if page is None or None in ids:  # new pages: about one visit in two
-            page, ids = self._add_new(url, children, likely_xml)
-        self._state.visit_known(page, ids)  # type: ignore[arg-type]
+        state = self._state
+        before = state.virtual_history
+        self._writes += 1
+        try:
+            if page is None or None in ids:  # new pages: about one visit in two
+                page, ids = self._add_new(url, children, likely_xml)
+            state.visit_known(page, ids)  # type: ignore[arg-type]
+            # V flushes at most once a visit, to the n pages known then, the same share each
+            self._handed += (state.virtual_history - before) / state.n
+        finally:
+            self._writes += 1
 
-    def cash(self, url: str) -> float:
-        """The cash of ``url`` now (0.0 for a URL OPIC has not met): the Greedy key."""
+    def cash_now(self, url: str) -> float:
+        """The cash of ``url`` now (0.0 for a URL OPIC has not met); also :attr:`cash`."""
         page = self._ids.get(url)
         return 0.0 if page is None else self._state.cash_of(page)
+
+    def greedy_key(self, url: str) -> float:
+        """``url``'s cash less V's per-page handouts so far (module doc); also
+        ``cash.key``. Exact: read again under the lock if a visit ran meanwhile."""
+        writes = self._writes
+        if not writes & 1:
+            page = self._ids.get(url)
+            key = (0.0 if page is None else self._state.cash_of(page)) - self._handed
+            if self._writes == writes:
+                return key
+        with self._lock:
+            page = self._ids.get(url)
+            return (0.0 if page is None else self._state.cash_of(page)) - self._handed
 
     def _add_new(self, url: str, children: Sequence[str],
                  likely_xml: Sequence[bool] | None) -> tuple[int, list[int]]:
@@ -242,22 +306,71 @@ class OnlineOpic:
     @classmethod
     def from_checkpoint(cls, data: bytes, focus: Focus | None = None,
                         estimate: str = "inflow") -> OnlineOpic:
-        """Continue from :meth:`checkpoint`'s bytes. ValueError if they do not decode."""
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, EOFError) as exc:
-            raise ValueError(f"the stored OPIC checkpoint does not decode ({exc}); "
-                             "delete it (DELETE FROM opic_checkpoint) to start OPIC afresh"
-                             ) from exc
+        """Continue from :meth:`checkpoint`'s bytes; :class:`OpicCheckpointError` (a
+        ValueError) if they do not decode into a consistent state."""
+        arrays = _decode(data)
         raw = arrays.pop(_URLS_KEY, None)
         if raw is None:
-            raise ValueError("the stored OPIC checkpoint has no URL list; delete it "
-                             "(DELETE FROM opic_checkpoint) to start OPIC afresh")
-        text = raw.tobytes().decode()
-        urls = text.split("\n") if text else []
-        state = OpicState.restore(OpicCheckpoint.from_arrays(arrays))
+            raise OpicCheckpointError(f"the stored OPIC checkpoint has no URL list; {_AFRESH}")
+        try:
+            text = raw.tobytes().decode()
+            urls = text.split("\n") if text else []
+            state = OpicState.restore(OpicCheckpoint.from_arrays(arrays))
+        except (ValueError, TypeError, IndexError) as exc:
+            raise OpicCheckpointError(f"the stored OPIC checkpoint is inconsistent ({exc}); "
+                                      f"{_AFRESH}") from exc
+        if state.n != len(urls):
+            raise OpicCheckpointError(f"the stored OPIC checkpoint holds {state.n} pages but "
+                                      f"{len(urls)} URLs; {_AFRESH}")
         return cls(state.params, focus, estimate, state=state, urls=urls)
+
+    def continue_under(self, damping: float, estimate: str) -> list[str]:
+        """A restored state under the configuration's ``damping`` and ``estimate``: keeps
+        its own damping, gains window histories if ``estimate`` needs them; returns what
+        differs from the configuration, each a warning for the log."""
+        notes = []
+        kept = self._state.params.damping
+        if kept != damping:
+            # DESIGN.md §5: OPIC's fixpoint is the teleport PageRank with damping c; the
+            # history was accumulated with the old c, and switching would mix two fixpoints.
+            notes.append(
+                f"continued with its own damping c = {kept}, not ranking.damping = "
+                f"{damping}: its history was accumulated with c = {kept}, and a mixture "
+                f"would estimate neither PageRank; to run OPIC with c = {damping}, stop the "
+                "crawl and DELETE FROM opic_checkpoint (the next start rebuilds OPIC by "
+                "replaying the stored fetches, one visit per page)")
+        if estimate in WINDOW_ESTIMATES and self.keep_window_histories():
+            notes.append(
+                f"written under another ranking.opic.estimate, it kept no Adaptive OPIC "
+                f"histories: for estimate {estimate} each of its {len(self)} pages starts "
+                "with a default history at the rate of its inflow estimate, refined as "
+                "pages are read again")
+        return notes
+
+    def keep_window_histories(self, adaptive: AdaptiveParams = AdaptiveParams()) -> bool:
+        """Keep Adaptive OPIC histories from now on if this state has none (restored from a
+        checkpoint written under another estimate); True if it had none. Each page starts
+        with a default history at the rate of its ``inflow`` estimate
+        (:meth:`ranking.opic.OpicState.with_adaptive`), so the window estimates go on from
+        the importance known rather than from uniform."""
+        with self._lock:
+            if self._state.params.adaptive is not None:
+                return False
+            self._state = self._state.with_adaptive(adaptive)
+            return True
+
+
+def _decode(data: bytes) -> dict[str, np.ndarray]:
+    """The arrays of a checkpoint's bytes, or :class:`OpicCheckpointError`."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    # A truncated or altered blob makes zipfile, zlib or numpy's header parser raise what it
+    # meets first: BadZipFile, zlib.error, NotImplementedError (a compression method byte),
+    # tokenize.TokenError (a header), OSError, ValueError, EOFError. All mean the same.
+    except Exception as exc:  # noqa: BLE001
+        raise OpicCheckpointError(f"the stored OPIC checkpoint does not decode "
+                                  f"({type(exc).__name__}: {exc}); {_AFRESH}") from exc
 
 
 class OpicCheckpoints:

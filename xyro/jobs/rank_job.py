@@ -39,8 +39,9 @@ from ranking.interest import inverse_interest
 from ranking.outofcore import rank_out_of_core
 from ranking.results import ProgressFn
 from ranking.results import SweepProgress
-from ranking.slices import (ArrayCsrSource, LinkChunk, SliceStore, StopCheck, spool_chunks,
-                            stop_point)
+from ranking.slices import (MIN_SLICE_BYTES, RESIDENT_BYTES_PER_PAGE, ArrayCsrSource,
+                            LinkChunk, SliceStore, StopCheck, min_budget_bytes, slice_room,
+                            spool_chunks, stop_point)
 from ranking.sweep import SolverParams
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,37 @@ def ranking_bytes(budget: int, in_use: int) -> int:
     the rest, less the kernel still to load, and never less than budget / 4 (a daemon
     bigger than its budget still ranks, in smaller slices)."""
     return max(budget - in_use - KERNEL_BYTES, budget // MIN_RANKING_SHARE)
+
+
+def slice_budget(budget: int, n: int) -> int:
+    """What this process may cut the slices of ``n`` pages under, given ``budget`` (the
+    configured ``ranking.memory_budget_mb``): :func:`ranking_bytes` with its resident set
+    measured now. ValueError when that is too little, naming the budget as configured,
+    what is subtracted from it, and a budget that would do."""
+    in_use = process_rss_bytes()
+    usable = ranking_bytes(budget, in_use)
+    if slice_room(usable, n) >= MIN_SLICE_BYTES:
+        return usable
+    need = min_budget_bytes(n)
+    # The ranking gets the budget less in_use and the kernel, never less than a quarter of
+    # it; a resident set differs from run to run, so leave it a quarter more room.
+    enough = min(need + in_use + in_use // 4 + KERNEL_BYTES, MIN_RANKING_SHARE * need)
+    robust = "" if enough == MIN_RANKING_SHARE * need else (
+        f" (room for a resident set a quarter larger; "
+        f"{_mb(MIN_RANKING_SHARE * need)} would do whatever it holds)")
+    floor = ", its floor of a quarter" if usable > budget - in_use - KERNEL_BYTES else ""
+    raise ValueError(
+        f"ranking.memory_budget_mb = {budget / 2**20:g} is too small to rank {n:,} pages "
+        f"out of core: this process already holds {in_use / 2**20:.0f} MB (its resident "
+        f"set) and the compiled sweeps take {KERNEL_BYTES >> 20} MB, which leaves the "
+        f"ranking {usable / 2**20:.1f} MB{floor}: too little for its pages "
+        f"({RESIDENT_BYTES_PER_PAGE} bytes each stay resident, beside a slice: {_mb(need)} "
+        f"MB); set ranking.memory_budget_mb to at least {_mb(enough)}{robust}")
+
+
+def _mb(size: int) -> int:
+    """``size`` bytes in MiB, rounded up."""
+    return -(-size // 2**20)
 
 
 def fits_in_memory(n: int, m: int, budget: int) -> bool:
@@ -240,9 +272,10 @@ def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
     ``max_links`` links (a read snapshot of the store). The chunks are spooled to a file
     while the stream is open, so the snapshot lasts one scan; the slices are then cut from
     that file under what the budget leaves once the process's own resident set is counted
-    (:func:`ranking_bytes`), and both rankings run over them. At no time is more than a
-    chunk, the per-page vectors and one slice in memory. ``check_stop`` is called between
-    chunks and slices (``read_links`` is expected to check it as it reads, if it can).
+    (:func:`slice_budget`: ValueError if too little), and both rankings run over them. At no
+    time is more than a chunk, the per-page vectors and one slice in memory. ``check_stop``
+    is called between chunks and slices (``read_links`` is expected to check it as it
+    reads, if it can).
 
     With a ``cluster``, the slices go to ``params.shared_dir``, cut under what the budget
     leaves on its workers, and the sweeps run there."""
@@ -253,11 +286,12 @@ def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
             tempfile.TemporaryDirectory(prefix="xyro-slices-",
                                         dir=_slices_dir(params, cluster)) as shared:
         with read_links(chunk) as links:
+            if cluster is None:  # a budget too small fails now, not after the spooling
+                slice_budget(params.memory_budget_bytes, links.n)
             mask = np.asarray(links.xml_mask, dtype=bool)
             source = spool_chunks(links.chunks, links.n, Path(work), check_stop)
         release_free_heap()
-        budget = (ranking_bytes(params.memory_budget_bytes, process_rss_bytes())
-                  if cluster is None
+        budget = (slice_budget(params.memory_budget_bytes, source.n) if cluster is None
                   else cluster.slice_budget(params.memory_budget_bytes, source.n, source.m))
         store = SliceStore.build(source, Path(shared), budget, check_stop=check_stop)
         shutil.rmtree(source.indices_path.parent)
