@@ -181,6 +181,8 @@ class Crawler:
         stop = stop or threading.Event()
         self._stop.clear()
         self._stopping_since = None
+        # A robots.txt hop waiting for its host's delay ends when the fetches are cut.
+        self.frontier.robots_hops.watch(self._stop)
         deadline = None if max_seconds is None else self.clock.now() + max_seconds
         threads = [threading.Thread(target=self._worker, name=f"xyro-fetch-{i}", daemon=True)
                    for i in range(self.settings.workers)]

@@ -6,7 +6,11 @@ the host's politeness slot is released, backed off on a failure. When the host c
 reached at all (or its answer cannot be read), its queued URLs wait while robots.txt is
 retried, and are recorded as errors only after repeated failures over hours
 (:class:`~xyro.crawl.retry_policy.PrerequisiteRetries`, as Heritrix retries a failed
-prerequisite before failing the URIs that wait on it).
+prerequisite before failing the URIs that wait on it). Any other end — a redirect that
+loops, runs past five hops, leads into a denied domain or to a URL that cannot be fetched,
+a target the skip list refuses — reached the host but left no robots.txt to read: it is
+unavailable, allow all (RFC 9309 §2.3.1.2), and the robots.txt URL gets an errors row
+saying why (``xyro status``, ``v_recent_errors``), so the crawl is never silently held.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from metadata import FetchRecord, PageType
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.frontier import Frontier
 from xyro.crawl.frontier_queues import FrontierItem
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.retry_policy import PrerequisiteRetries
 from xyro.crawl.stats import CrawlStats
-from xyro.net.urls import robots_origin, robots_url
+from xyro.net.urls import canonicalize, robots_origin, robots_url
 from xyro.records import ErrorKind, FetchResult
 
 #: robots.txt fetch failures that mean the host cannot be reached at all, or that its answer
@@ -36,9 +41,16 @@ ORIGIN_UNREACHABLE = "robots.txt of {} could not be fetched"
 #: a stop is seen between two batches, and the other hosts' results are not held up for long.
 DRAIN_BATCH = 1000
 
-#: robots.txt outcomes whose status is the server's answer: a 3xx left when the redirects ran
-#: out, looped or were refused is "unavailable" (RFC 9309 §2.3.1.2), not "unreachable".
-ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS, ErrorKind.REDIRECT})
+#: robots.txt outcomes whose status is the server's answer (a 2xx to read, a 4xx or 5xx).
+#: Every outcome in neither this set nor :data:`UNREACHABLE` is "unavailable" (RFC 9309
+#: §2.3.1.2), with an errors row of :data:`ROBOTS_UNAVAILABLE`: a 3xx left when the
+#: redirects ran out, looped or were refused, a URL the fetcher cannot request...
+ROBOTS_ANSWERS = frozenset({None, ErrorKind.HTTP_STATUS})
+
+#: The detail of the errors row of a robots.txt found unavailable by a failure:
+#: (origin, the fetch's error detail).
+ROBOTS_UNAVAILABLE = ("robots.txt of {} is unavailable ({}); its URLs are crawled as if it "
+                      "allowed all (RFC 9309 §2.3.1.2) until it is read again")
 
 
 #: Records a queued URL that ends without a fetch: (item, error kind, detail).
@@ -75,6 +87,9 @@ class RobotsAnswers:
                 self.frontier.robots.defer(item.origin, ask_again_at)
             self.frontier.done(item, now=now, started_at=result.started_at)
             return
+        if result.error_kind not in ROBOTS_ANSWERS and result.error_kind not in UNREACHABLE:
+            self._unavailable(item, result, now)
+            return
         status = result.status if result.error_kind in ROBOTS_ANSWERS else None
         self.frontier.robots.store(item.origin, status, result.body, now)
         if status is not None and status < 300:
@@ -89,13 +104,30 @@ class RobotsAnswers:
         else:  # an answer, even a 5xx: the host is there
             self._failures.answered(item.origin)
 
+    def _unavailable(self, item: FrontierItem, result: FetchResult, now: float) -> None:
+        """The fetch of ``item`` (an origin's robots.txt) ended with nothing to read, though
+        not for want of reaching the host (see :data:`ROBOTS_ANSWERS`): allow all until
+        robots.txt is read again, no back-off, and an errors row on the robots.txt URL
+        saying why."""
+        assert result.error_kind is not None
+        self.frontier.robots.unavailable(item.origin, now)
+        self.frontier.done(item, result.retry_after_s, now=now, started_at=result.started_at)
+        self._stats.robots_fetch()
+        self._failures.answered(item.origin)
+        # requested=False: a robots.txt request is no page access (none is counted in urls
+        # or hosts, nor visited by OPIC); the record is this outcome alone.
+        self.frontier.complete(item, FetchRecord(
+            url=item.url, fetched_at=now, page_type=PageType.ERROR, http_status=result.status,
+            error_kind=result.error_kind.value, requested=False,
+            error_detail=ROBOTS_UNAVAILABLE.format(item.origin, result.error_detail)))
+
     def _answered_from_cache(self, item: FrontierItem, result: FetchResult,
                              now: float) -> bool:
         """The busy host's own robots.txt, read for its own pages and still fresh, answers
         for ``item``'s origin: a bare host whose robots.txt redirects to its ``www.`` name
         while that host is being crawled (busy at nearly every try) is not asked again and
-        again."""
-        target = result.redirects[-1] if result.redirects else ""
+        again. The hop's target is read as the frontier spells URLs (canonical)."""
+        target = (canonicalize(result.redirects[-1]) if result.redirects else None) or ""
         try:
             source = robots_origin(target)
         except ValueError:

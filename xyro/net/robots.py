@@ -7,11 +7,18 @@ a robots.txt governs only its own scheme, host and port. The engine fetches
 - 2xx: the body (first 500 KiB, RFC 9309 §2.5) is parsed with protego; a body that protego
   cannot parse counts as empty (allow all) — protego is lenient and ignores bad lines. The
   fetch keeps :data:`ROBOTS_FETCH_BYTES` of a longer body, so a 12 MB robots.txt is its
-  first 500 KiB, not a failed fetch.
+  first 500 KiB, not a failed fetch. Of the Allow/Disallow lines each user agent gets, the
+  first :data:`MAX_ROBOTS_RULES` are kept and the rest ignored, with a WARNING (as the size
+  cap, §2.5, lets a crawler ignore what lies past it): protego tries a URL against every
+  wildcard rule in turn, under this cache's one lock, so 13,000 rules made one verdict take
+  two seconds for every worker and the dispatcher; with the cap one takes milliseconds.
+  Groups naming only other crawlers never apply to us, and their rules are dropped.
 - 4xx other than 429 ("unavailable"), and a 3xx left after the fetcher's 5 redirects (to
   any host: :mod:`xyro.net.fetcher`) or a redirect loop; §2.3.1.2 lets us call such a
   robots.txt unavailable: allow all (§2.3.1.3). A robots.txt reached through redirects,
-  on another host too, governs the origin it was asked for.
+  on another host too, governs the origin it was asked for. :meth:`RobotsCache.unavailable`
+  records the same for a fetch that ended otherwise without an answer to read
+  (:mod:`xyro.crawl.robots_answers`).
 - 5xx, 429, any other status, or unreachable (status None: DNS, connect, timeout; §2.3.1.4):
   disallow all until ``fetched_at + unreachable_retry_s``,
   then the robots.txt is fetched again. (429 is treated like 5xx, as Google does: the server
@@ -50,6 +57,12 @@ MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB; we pars
 ROBOTS_FETCH_BYTES = MAX_ROBOTS_BYTES + 1
 MAX_TTL_S = 86_400.0
 MAX_QUERY_ORDERS = 8  # query parameters tried first in a robots.txt match (query_orders)
+#: Allow/Disallow lines kept per user agent of a robots.txt (module docstring). A verdict
+#: costs up to MAX_QUERY_ORDERS matches against each of them (two for a rule ending in
+#: "$"): about 50 ms at worst with this many 11-wildcard rules and a 1,800-character URL
+#: of 8 parameters, 2.5 ms for a short one (1 to 2 s with the 12,700 a 500 KiB file holds).
+#: Sites rarely write more than a few hundred.
+MAX_ROBOTS_RULES = 1000
 
 StateKind = Literal["needs_fetch", "allowed", "disallow_all"]
 
@@ -103,6 +116,56 @@ _PRODUCT_TOKEN = re.compile(r"[^\s/]+")  # the name, up to any "/version"
 _ANOTHER_CRAWLER = "~another~"  # a User-agent no product token can contain
 
 
+# How protego reads a line (after "#" comments are cut): a User-agent line (three spellings,
+# then ":" or a space), an Allow/Disallow line (its misspellings of Disallow too), a line
+# that applies to the whole site and does not end a group (Sitemap, Host), or another
+# directive: any line with a ":", or one that starts with a directive's name.
+_UA_LINE = re.compile(r"\s*user(?:-|\s*)agent(?:\s*:|\s+)(.*)", re.I | re.S)
+_RULE_LINE = re.compile(
+    r"\s*(?:allow|disallow|dissallow|dissalow|disalow|diasllow|disallaw)(?:\s*:|\s+)\s*\S", re.I)
+_SITE_WIDE_LINE = re.compile(r"\s*(?:sitemaps?|site-map|host)(?:\s*:|\s+)", re.I)
+_OTHER_DIRECTIVE = re.compile(r"\s*(?:crawl[-\s]delay|request[-\s]rate|visit[-\s]time)\s", re.I)
+#: What a rule line past the cap becomes: an empty Disallow, no rule, but a directive still
+#: (a User-agent line after it starts a new group, as after the line it replaces).
+_NO_RULE = "Disallow:"
+
+
+def _cap_rules(text: str, limit: int) -> tuple[str, int]:
+    """``text`` (after :func:`_own_groups`) with the first ``limit`` Allow/Disallow lines of
+    each user agent kept, and how many lines of groups that may be this crawler's were
+    dropped beyond them. The rules of groups naming only other crawlers are dropped too,
+    uncounted: they never apply. Lines and groups are read as protego reads them (lines
+    split by ``str.splitlines``; consecutive User-agent lines share the rules after them)."""
+    counts: dict[str, int] = {}
+    agents: list[str] = []
+    in_agents = False
+    dropped = 0
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        bare = line.partition("#")[0]
+        agent = _UA_LINE.match(bare)
+        if agent is not None:
+            if not in_agents:
+                agents, in_agents = [], True
+            agents.append(agent.group(1).strip().lower())
+            continue
+        if not bare.strip() or _SITE_WIDE_LINE.match(bare):
+            continue
+        rule = _RULE_LINE.match(bare) is not None
+        if rule or ":" in bare or _OTHER_DIRECTIVE.match(bare):
+            in_agents = False   # a directive: the next User-agent line starts a new group
+        if not rule:
+            continue
+        ours = [a for a in agents if a != _ANOTHER_CRAWLER]
+        if ours and any(counts.get(a, 0) < limit for a in ours):
+            for a in ours:
+                counts[a] = counts.get(a, 0) + 1
+            continue
+        lines[i] = _NO_RULE
+        dropped += bool(ours)
+    return "\n".join(lines), dropped
+
+
 def _own_groups(text: str, token: str) -> str:
     """``text`` with each User-agent line that names this crawler naming it by ``token``
     alone, and each that names another made one no token matches. RFC 9309 §2.2.1 matches
@@ -133,6 +196,7 @@ class RobotsCache:
         max_crawl_delay_s: float = 60.0,
         max_entries: int = 100_000,
         max_body_bytes: int = MAX_ROBOTS_BYTES,
+        max_rules: int = MAX_ROBOTS_RULES,
     ) -> None:
         token = user_agent_token.strip()
         if not token or any(c.isspace() or c == "/" for c in token):
@@ -141,9 +205,10 @@ class RobotsCache:
                 "like 'XyroBot' (no spaces, no version)")
         if not 0 < ttl_s <= MAX_TTL_S:
             raise ValueError(f"robots ttl_s must be in (0, {MAX_TTL_S:.0f}] seconds (RFC 9309), got {ttl_s}")
-        if unreachable_retry_s <= 0 or max_crawl_delay_s < 0 or max_entries < 1 or max_body_bytes < 1:
-            raise ValueError("robots unreachable_retry_s, max_entries and max_body_bytes must be > 0 "
-                             "and max_crawl_delay_s >= 0")
+        if unreachable_retry_s <= 0 or max_crawl_delay_s < 0 or max_entries < 1 \
+                or max_body_bytes < 1 or max_rules < 1:
+            raise ValueError("robots unreachable_retry_s, max_entries, max_body_bytes and "
+                             "max_rules must be > 0 and max_crawl_delay_s >= 0")
         self.token = token
         self._clock = clock
         self.ttl_s = float(ttl_s)
@@ -151,6 +216,7 @@ class RobotsCache:
         self.max_crawl_delay_s = float(max_crawl_delay_s)
         self.max_entries = max_entries
         self.max_body_bytes = max_body_bytes
+        self.max_rules = max_rules
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # LRU: oldest first
         self._lock = threading.Lock()
         self.parse_failures = 0
@@ -227,6 +293,17 @@ class RobotsCache:
         else:
             until = fetched_at + self.unreachable_retry_s
             entry = _Entry(RobotsState("disallow_all", until=until), until, 0.0, [])
+        return self._put(origin, entry)
+
+    def unavailable(self, origin: str, fetched_at: float) -> RobotsState:
+        """The fetch of ``robots_url(origin)`` ended with no answer to read but the host was
+        reached (a redirect that could not be followed, a URL the HTTP library refuses):
+        the robots.txt is unavailable, allow all (RFC 9309 §2.3.1.2, §2.3.1.3), until it is
+        fetched again ``ttl_s`` later, as for a 4xx."""
+        return self._put(origin, _Entry(RobotsState("allowed", None),
+                                        fetched_at + self.ttl_s, 0.0, []))
+
+    def _put(self, origin: str, entry: _Entry) -> RobotsState:
         with self._lock:
             self._entries[origin] = entry
             self._entries.move_to_end(origin)
@@ -272,7 +349,12 @@ class RobotsCache:
             body = body[: cut + 1 if cut >= 0 else self.max_body_bytes]
         text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
         try:
-            rules = Protego.parse(_own_groups(text, self.token))
+            text, dropped = _cap_rules(_own_groups(text, self.token), self.max_rules)
+            if dropped:
+                log.warning("robots.txt of %s: %d Allow/Disallow lines past the first %d of a "
+                            "user agent are ignored (every URL is matched against each rule, "
+                            "and one verdict must stay cheap)", origin, dropped, self.max_rules)
+            rules = Protego.parse(text)
             delay = self._delay(rules)
             sitemaps = [u for s in rules.sitemaps if (u := canonicalize(s, base=robots_url(origin)))]
         except Exception as exc:  # noqa: BLE001 — a hostile robots.txt must never crash the crawl

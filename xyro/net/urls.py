@@ -23,6 +23,7 @@ from urllib.parse import urljoin
 from w3lib.url import canonicalize_url
 
 from xyro.clock import Clock, unit_index
+from xyro.net.hostnames import idna_host, ipv4_host
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 2048
@@ -80,12 +81,14 @@ def canonicalize(url: str, base: str | None = None, max_length: int = MAX_URL_LE
     The canonical form is also the URL fetched. w3lib's ``canonicalize_url`` sorts the
     query (two links naming the same parameters in another order, as faceted navigation
     writes them, are one URL and one fetch), normalizes percent-encoding (UTF-8), resolves
-    dot segments, drops the fragment and IDNA-encodes the host; a query parameter written
-    without "=" keeps that spelling (``?wsdl``, not w3lib's ``?wsdl=``); the scheme and host
-    are lowercased, a trailing dot on the host and the default port are dropped, and
-    user:password@ is removed (a crawler does not replay credentials found in links). None
-    for anything that is not http(s), has no valid host, does not parse, or is longer than
-    ``max_length`` characters after canonicalization.
+    dot segments and drops the fragment; a query parameter written without "=" keeps that
+    spelling (``?wsdl``, not w3lib's ``?wsdl=``); the host is IDNA-encoded as browsers do
+    (:func:`idna_host`) and an IPv4 address in any spelling becomes its dotted quad
+    (:func:`ipv4_host`); the scheme and host are lowercased, a trailing dot on the host and
+    the default port are dropped, and user:password@ is removed (a crawler does not replay
+    credentials found in links). None for anything that is not http(s), has no valid host
+    (one ``idna`` refuses, a number that is no IPv4 address), does not parse, or is longer
+    than ``max_length`` characters after canonicalization.
     """
     if not isinstance(url, str):
         return None
@@ -107,9 +110,10 @@ def canonicalize(url: str, base: str | None = None, max_length: int = MAX_URL_LE
 # An absolute URL that canonicalization leaves as it is: lowercase http(s) scheme and
 # host (plain ASCII labels), no userinfo, a non-default port without leading zeros, a path
 # of unreserved characters only (nothing to percent-encode or decode), no dot segment, no
-# query, no fragment. Most links a crawler meets look like this; skipping w3lib for them
-# halves the loader's time on link-heavy XML. tests/politeness/test_politeness_urls.py
-# checks the two paths agree on generated URLs.
+# query, no fragment, and a host that is no other spelling of an IPv4 address. Most links a
+# crawler meets look like this; skipping w3lib for them halves the loader's time on
+# link-heavy XML. tests/politeness/test_politeness_urls.py checks the two paths agree on
+# generated URLs.
 _PLAIN = re.compile(
     r"(https?)://((?:(?!-)[a-z0-9-]{1,63}(?<!-)\.)*(?!-)[a-z0-9-]{1,63}(?<!-))"
     r"(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9._~/-]*)?")
@@ -125,7 +129,19 @@ def _already_canonical(url: str) -> str | None:
         return None
     if port is not None and (int(port) > 65535 or int(port) == DEFAULT_PORTS[scheme]):
         return None
+    last = host[host.rfind(".") + 1:]
+    if "0" <= last[0] <= "9" and _numeric_host_differs(host):
+        return None   # 127.1, 0x7f.0.0.1, 999.1.1.1: the general path spells or refuses it
     return url if path else url + "/"
+
+
+def _numeric_host_differs(host: str) -> bool:
+    """``host`` is an IPv4 address spelled otherwise than as its dotted quad, or a number
+    that is no address."""
+    try:
+        return ipv4_host(host) != host
+    except ValueError:
+        return True
 
 
 # A relative reference made of path characters only (no scheme, query, fragment, leading
@@ -158,11 +174,12 @@ def _canonicalize_w3lib(url: str, max_length: int) -> str | None:
         scheme = url.partition(":")[0].lower()
         if scheme not in DEFAULT_PORTS:
             return None
-        url = _STRAY_PERCENT.sub("%25", url)
+        url = _STRAY_PERCENT.sub("%25", _ascii_host(url))
         match = _AUTHORITY.match(canonicalize_url(url))
         if match is None:
             return None
         host, port = _split_netloc(match.group(2))
+        host = ipv4_host(host)
         rest = _bare_parameters(url, match.group(3))
     except (ValueError, UnicodeError):
         return None
@@ -172,6 +189,20 @@ def _canonicalize_w3lib(url: str, max_length: int) -> str | None:
         rest = "/" + rest
     out = f"{scheme}://{_netloc(host, port, scheme)}{rest}"
     return out if len(out) <= max_length else None
+
+
+def _ascii_host(url: str) -> str:
+    """``url`` with its host encoded by :func:`idna_host`, before w3lib would encode it with
+    the IDNA2003 codec. Raises ValueError for a host that cannot be encoded."""
+    match = _AUTHORITY.match(url)
+    if match is None:
+        return url
+    scheme, netloc, rest = match.groups()
+    userinfo, at, hostport = netloc.rpartition("@")
+    if hostport.isascii() or hostport.startswith("["):
+        return url
+    host, colon, port = hostport.partition(":")
+    return f"{scheme}://{userinfo}{at}{idna_host(host)}{colon}{port}{rest}"
 
 
 def _bare_parameters(url: str, rest: str) -> str:
@@ -232,14 +263,19 @@ def robots_url(origin: str) -> str:
 
 
 def _normalize_domain(domain: str) -> str:
+    """A configured domain spelled as canonical URLs spell their hosts (:func:`idna_host`,
+    :func:`ipv4_host`), so that it matches them."""
     d = domain.strip().lower().strip(".")
     if not d:
         raise ValueError(f"empty domain {domain!r} in the scope configuration")
+    if ":" in d:   # an IPv6 address (a host without its brackets)
+        return d
     try:
-        d = d.encode("idna").decode("ascii") if not d.isascii() else d
-    except UnicodeError as exc:
-        raise ValueError(f"domain {domain!r} in the scope configuration is not valid IDNA") from exc
-    return d
+        return ipv4_host(idna_host(d).lower().strip("."))
+    except ValueError as exc:
+        raise ValueError(f"domain {domain!r} in the scope configuration is not a valid host "
+                         f"name ({exc}); write it as links name it, e.g. 'bücher.de', "
+                         "'xn--bcher-kva.de' or '192.0.2.1'") from exc
 
 
 def _compile(patterns: Iterable[str], kind: str) -> list[re.Pattern[str]]:
