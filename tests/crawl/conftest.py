@@ -6,8 +6,9 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,38 @@ def local_app_for():
     """``local_app_for(tmp_path, *settings)`` -> App (test modules cannot import conftest
     under importlib mode)."""
     return local_app
+
+
+class KillPoint:
+    """What SIGKILL leaves of a crawl: the ops submitted to the writer before the kill (the
+    writer commits in submission order, so that is a prefix of them). Installed on a
+    crawler's two ways to the writer (its frontier's records and its own), it passes ops on
+    until ``kill_after(op)`` is true for one, then drops every later op and sets ``stop``
+    (the crawl ends as the dead process would have, with nothing more written)."""
+
+    def __init__(self, parts: Any, stop: threading.Event,
+                 kill_after: Callable[[Any], bool]) -> None:
+        self._submit, self._stop, self._kill_after = parts.writer.submit, stop, kill_after
+        self.dead = False
+        parts.crawler.frontier._record = self
+        parts.crawler._submit = self
+
+    def kill(self) -> None:
+        self.dead = True
+        self._stop.set()
+
+    def __call__(self, op: Any) -> None:
+        if self.dead:
+            return
+        self._submit(op)
+        if self._kill_after(op):
+            self.kill()
+
+
+@pytest.fixture
+def kill_point() -> type[KillPoint]:
+    """:class:`KillPoint` (test modules cannot import conftest under importlib mode)."""
+    return KillPoint
 
 
 class SteppedClock:

@@ -98,7 +98,7 @@ def test_a_restart_keeps_a_pause_the_host_asked_for(
 
 
 def test_a_restart_after_a_kill_waits_the_delay_since_the_request_in_flight(
-        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+        tmp_path: Path, local_app_for: Any, routed_site: Any, kill_point: Any) -> None:
     # SIGKILL (an OOM kill) while /p1 is in flight leaves no record of that request; its
     # start is recorded when it is dispatched, so the restart (systemd's Restart=) does not
     # ask the host again before its delay.
@@ -119,22 +119,15 @@ def test_a_restart_after_a_kill_waits_the_delay_since_the_request_in_flight(
     site = routed_site(slow_chain)
     app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/p0'])}",
                         f"crawler.politeness.delay_s={delay_s}")
-    stop, dead = threading.Event(), threading.Event()
+    stop = threading.Event()
     with app.open_store() as store:
         parts = build_crawler(app, store)
-        submit = parts.writer.submit
-
-        def kill_point(op: Any) -> None:   # what SIGKILL leaves: the ops before it
-            if not dead.is_set():
-                submit(op)
-        parts.crawler.frontier._record = kill_point
-        parts.crawler._submit = kill_point
+        kill = kill_point(parts, stop, lambda op: False)
         queue_seeds(parts.crawler.frontier, app.config.seeds)
 
         def kill_when_in_flight() -> None:
             in_flight.wait(30)
-            dead.set()
-            stop.set()
+            kill.kill()
         threading.Thread(target=kill_when_in_flight, daemon=True).start()
         parts.crawler.run(max_seconds=30, stop=stop)
         parts.close()

@@ -22,25 +22,6 @@ from xyro.service.crawl_run import queue_sitemaps, run_crawl
 LISTED = 3000
 KILL_AT = 1000   # listed pages whose Enqueue committed when the process dies
 
-
-class Kill:
-    """The way to the writer, cut once ``KILL_AT`` of the listed pages were queued."""
-
-    def __init__(self, submit: Any, stop: threading.Event) -> None:
-        self._submit, self._stop = submit, stop
-        self.listed, self.dead = 0, False
-
-    def __call__(self, op: Any) -> None:
-        if self.dead:
-            return
-        self._submit(op)
-        if isinstance(op, Enqueue) and op.url.endswith(".html"):
-            self.listed += 1
-            if self.listed >= KILL_AT:
-                self.dead = True
-                self._stop.set()
-
-
 def _known_pages(db: Path) -> int:
     conn = sqlite3.connect(db)
     try:
@@ -50,7 +31,7 @@ def _known_pages(db: Path) -> int:
 
 
 def test_a_kill_while_a_sitemap_is_read_loses_none_of_its_pages(
-        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+        tmp_path: Path, local_app_for: Any, routed_site: Any, kill_point: Any) -> None:
     def respond(path: str) -> tuple[int, dict[str, str], bytes]:
         if path != "/sitemap.xml":
             return 200, {}, b"<html>page</html>"
@@ -65,9 +46,13 @@ def test_a_kill_while_a_sitemap_is_read_loses_none_of_its_pages(
     stop = threading.Event()
     with app.open_store() as store:
         parts = build_crawler(app, store)
-        kill = Kill(parts.writer.submit, stop)
-        parts.crawler.frontier._record = kill
-        parts.crawler._submit = kill
+        listed: list[str] = []
+
+        def after(op: Any) -> bool:   # KILL_AT listed pages queued: the process dies
+            if isinstance(op, Enqueue) and op.url.endswith(".html"):
+                listed.append(op.url)
+            return len(listed) >= KILL_AT
+        kill = kill_point(parts, stop, after)
         queue_sitemaps(parts.crawler, app.config.sitemaps)
         parts.crawler.run(max_seconds=30, stop=stop)
         parts.close()

@@ -22,32 +22,16 @@ from xyro.service.crawl_run import queue_seeds
 DOC = b'<?xml version="1.0"?><doc>one</doc>'
 
 
-class Kill:
-    """The way to the writer, cut right after the document's page record."""
-
-    def __init__(self, submit: Any, stop: threading.Event) -> None:
-        self._submit, self._stop, self.dead = submit, stop, False
-
-    def __call__(self, op: Any) -> None:
-        if self.dead:
-            return
-        self._submit(op)
-        if isinstance(op, FetchRecord) and op.url.endswith("/doc.xml"):
-            self.dead = True
-            self._stop.set()
-
-
 def test_a_kill_after_an_xml_pages_record_keeps_its_version(
-        tmp_path: Path, local_app_for: Any, routed_site: Any) -> None:
+        tmp_path: Path, local_app_for: Any, routed_site: Any, kill_point: Any) -> None:
     site = routed_site(lambda path: (200, {"Content-Type": "application/xml",
                                            "ETag": '"v1"'}, DOC))
     app = local_app_for(tmp_path, f"seeds={json.dumps([site.base + '/doc.xml'])}")
     stop = threading.Event()
     with app.open_store() as store:
         parts = build_crawler(app, store)
-        kill = Kill(parts.writer.submit, stop)
-        parts.crawler.frontier._record = kill
-        parts.crawler._submit = kill
+        kill = kill_point(parts, stop, lambda op: isinstance(op, FetchRecord)
+                          and op.url.endswith("/doc.xml"))   # right after the page's record
         queue_seeds(parts.crawler.frontier, app.config.seeds)
         parts.crawler.run(max_seconds=30, stop=stop)
         parts.close()
