@@ -315,7 +315,10 @@ class BatchApplier:
                                                   self._good.get(url_id), not rec.requested)
         else:
             s[_TYPE] = _TYPE_VALUE[rec.page_type]
-        s[_RETRY] = 1 if retries(s[_TYPE], s[_ACCESSES], rec.error_kind) else None
+        # A record of no request (robots.txt refused the page, or a robots.txt found
+        # unavailable) is nothing to try again.
+        s[_RETRY] = 1 if rec.requested and retries(s[_TYPE], s[_ACCESSES],
+                                                   rec.error_kind) else None
         self._state[url_id] = tuple(s)
         self._dirty.add(url_id)
         self._links_and_errors(rec, url_id, s, has_content)

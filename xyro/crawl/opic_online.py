@@ -366,8 +366,8 @@ def _decode(data: bytes) -> dict[str, np.ndarray]:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
     # A truncated or altered blob makes zipfile, zlib or numpy's header parser raise what it
-    # meets first: BadZipFile, zlib.error, NotImplementedError (a compression method byte),
-    # tokenize.TokenError (a header), OSError, ValueError, EOFError. All mean the same.
+    # meets first (a bad zip, a zlib error, an unknown compression method byte, a header
+    # that does not tokenize, an OSError, ValueError or EOFError): all mean the same.
     except Exception as exc:  # noqa: BLE001
         raise OpicCheckpointError(f"the stored OPIC checkpoint does not decode "
                                   f"({type(exc).__name__}: {exc}); {_AFRESH}") from exc

@@ -462,19 +462,13 @@ class Scope:
         """
         if self.max_depth is not None and depth > self.max_depth:
             return f"depth {depth} exceeds max_depth {self.max_depth}"
-        try:
-            host = _split_authority(url)[1]
-        except ValueError:
-            return "not an http(s) URL with a host"
-        host = _bare_host(host)
-        if self._denied.matches(host):
-            return f"host {host} is in a denied domain"
+        reason = self.denied(url)
+        if reason is not None:
+            return reason
+        host = _bare_host(_split_authority(url)[1])
         if self._allowed and not (seed and self.derived) and not self._allowed.matches(host) \
                 and host not in self._found_hosts:
             return f"host {host} is outside the allowed domains"
-        for pat in self._deny:
-            if pat.search(url):
-                return f"matches deny pattern {pat.pattern!r}"
         if self._allow and not any(p.search(url) for p in self._allow):
             return "matches no allow pattern"
         return None
