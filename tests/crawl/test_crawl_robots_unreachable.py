@@ -114,7 +114,7 @@ def _watch_robots(clock: Clock, port: int, tries: list[tuple[float, str | None]]
     """A ``customize`` hook: the real robots.txt fetcher, each fetch of 127.0.0.1:``port``
     noted in ``tries`` (clock time, error kind) and followed by ``after(tries so far)``."""
     def customize(parts: Any) -> None:
-        fetch = parts.crawler._fetch_robots
+        fetch = parts.crawler._items._fetch_robots
 
         def noted(url: str, **kwargs: Any) -> FetchResult:
             result = fetch(url, **kwargs)
@@ -123,7 +123,7 @@ def _watch_robots(clock: Clock, port: int, tries: list[tuple[float, str | None]]
                 tries.append((clock.now(), kind))
                 after(len(tries))
             return result
-        parts.crawler._fetch_robots = noted
+        parts.crawler._items._fetch_robots = noted
     return customize
 
 

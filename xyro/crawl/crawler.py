@@ -10,7 +10,8 @@ hands the writer ONE :class:`FetchRecord` per page, whose transaction also moves
 persisted frontier. A crash therefore loses at most the last unflushed batch, and a restart
 re-queues exactly what was not done.
 
-Policies live in their own modules: robots.txt answers and the origins given up on
+What a worker does with one item is :mod:`xyro.crawl.item_work`. Policies live in their own
+modules: robots.txt answers and the origins given up on
 (:mod:`xyro.crawl.robots_answers`), 429/503 retries (:mod:`xyro.crawl.retry_policy`), redirects
 followed through the frontier (:mod:`xyro.crawl.redirects`), documents waiting for their DTDs
 (:mod:`xyro.crawl.loader_needs`, one more producer of the frontier), sitemaps and feeds
@@ -29,19 +30,20 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from metadata import FetchRecord, FoundSeed, PageType, XmlVersion
 from metadata.crawl_queries import NEVER_FETCHED, PriorFetch
 from xyro.clock import Clock
-from xyro.content.page import Child, PageOutcome, analyse
+from xyro.content.page import PageOutcome
 from xyro.crawl.activity import HostWarnings
 from xyro.crawl.admission import Source
 from xyro.crawl.frontier import BACKGROUND, DISCOVERY, LOADER, Frontier, Submitted
 from xyro.crawl.frontier_queues import PAGE_KINDS, FrontierItem
+from xyro.crawl.item_work import ItemWork
 from xyro.crawl.loader_needs import LoaderNeeds
-from xyro.crawl.publishing import Publication, PublicationChannel, publication_of
+from xyro.crawl.publishing import Publication, PublicationChannel
 from xyro.crawl.work_items import Done, Resume
 from xyro.crawl.redirects import Redirects
 from xyro.crawl.retry_policy import PrerequisiteRetries, RetryPolicy
@@ -49,7 +51,6 @@ from xyro.crawl.robots_answers import DRAIN_BATCH, RobotsAnswers
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.stats import CrawlStats
 from xyro.loader.document import LoadError
-from xyro.loader.outside import outside_links
 from xyro.loader.pending import Held
 from xyro.loader.stage import LoaderStage, error_outcome
 from xyro.loader.warehouse import WarehouseWriteError
@@ -127,9 +128,6 @@ class Crawler:
         ``budget``: G page fetches per refresh time unit (the daemon; None: as fast as
         politeness allows)."""
         self.frontier = frontier
-        self._fetch = fetch
-        self._fetch_robots = fetch_robots
-        self._validators = validators
         self._submit = submit
         self.clock = clock
         self.settings = settings
@@ -139,14 +137,19 @@ class Crawler:
         self.publication = publication or PublicationChannel()
         self.opic = opic  # OPIC in the crawl: every fetched page is a visit (DESIGN.md §5)
         self.budget = budget
-        # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
-        self._fetch_for_loader = fetch_for_loader or fetch
         self._work: queue.SimpleQueue[FrontierItem | Resume | None] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[Done] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._seen_warned = False
         self._stopping_since: float | None = None   # monotonic time the fetches were cut
         self._stop = threading.Event()
+        self._items = ItemWork(
+            fetch=fetch, fetch_robots=fetch_robots,
+            # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
+            fetch_for_loader=fetch_for_loader or fetch, validators=validators, loader=loader,
+            publication=self.publication, in_scope=self._in_scope,
+            follow_nofollow=settings.follow_nofollow, max_url_length=settings.max_url_length,
+            stop=self._stop)
         self._retries = RetryPolicy(settings.max_retries,
                                     max_pause_s=settings.max_retry_after_s)
         self._robots = RobotsAnswers(frontier, self.publication, self.stats, host_warnings,
@@ -343,23 +346,8 @@ class Crawler:
 
     def _worker(self) -> None:
         while (work := self._work.get()) is not None:
-            if isinstance(work, Resume):
-                self._done.put(self._resume(work.held))
-                self._wake.set()
-                continue
-            item = work
-            try:
-                done = self._process(item)
-            except WarehouseWriteError as exc:
-                done = self._unstored(item, exc)
-            except Exception as exc:  # a bug must not kill the worker or lose the item
-                log.exception("internal error on %s", item.url)
-                result = FetchResult(url=item.url, final_url=item.url,
-                                     error_kind=ErrorKind.PARSE,
-                                     error_detail=f"internal error: {type(exc).__name__}: {exc}")
-                done = Done(item, result, None if item.kind == "robots" else
-                             PageOutcome(PageType.ERROR, error_kind=ErrorKind.PARSE.value,
-                                         error_detail=result.error_detail))
+            done = (self._resumed(work.held) if isinstance(work, Resume)
+                    else self._processed(work))
             self._done.put(done)
             self._wake.set()
 
@@ -368,75 +356,24 @@ class Crawler:
         fetched wherever it lives, but an out-of-scope one is kept as an entity only)."""
         return self.frontier.admission.scope.check(url, 0) is None
 
-    def _process(self, item: FrontierItem) -> Done:
-        if item.kind == "robots":
-            return Done(item, self._fetch_robots(item.url, stop=self._stop), None)
-        if item.kind == "links":
-            return self._links_only(item)
-        loader = self.loader
-        if loader is not None and loader.wanted(item.url):
-            # Unconditional: a 304 would leave the loader without the bytes it needs.
-            result = self._fetch_for_loader(item.url, etag=None, last_modified=None,
-                                            stop=self._stop)
-            outcome = analyse(result, None, self.settings.follow_nofollow,
-                              self.settings.max_url_length)
-            ok = result.error_kind is None and result.status is not None and \
-                result.status < 300 and outcome.page_type != PageType.HTML   # not an entity
-            if ok and outcome.page_type == PageType.XML:
-                if self._in_scope(item.url):
-                    # an XML document used as an entity, and a warehouse document of its own
-                    return self._loaded(item, result, outcome, NEVER_FETCHED, None)
-                outcome = PageOutcome(PageType.DTD, signature=outcome.signature)  # a part only
-            return Done(item, result, outcome,
-                        version=loader.store_entity(item.url, result) if ok else None)
-        prior = self._validators(item.url)
-        result = self._fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
-                             stop=self._stop)
-        outcome = analyse(result, prior.page_type, self.settings.follow_nofollow,
-                          self.settings.max_url_length)
-        if loader is not None and outcome.page_type == PageType.DTD:
-            return Done(item, result, outcome, version=loader.store_entity(item.url, result),
-                         prior=prior)
-        publication = publication_of(item.url, result, outcome, self.publication.announced_by)
-        if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
-            return self._loaded(item, result, outcome, prior, publication)
-        return Done(item, result, outcome, prior=prior, publication=publication)
-
-    def _loaded(self, item: FrontierItem, result: FetchResult, outcome: PageOutcome,
-                prior: PriorFetch, publication: Publication | None) -> Done:
-        """An XML document loaded (worker side), or held for the DTDs it needs."""
-        assert self.loader is not None
-        loaded = self.loader.load(item.url, result)
-        if loaded.outcome is None:
-            return Done(item, result, outcome, needs=loaded.needs, prior=prior)
-        return Done(item, result, loaded.outcome, version=loaded.version, prior=prior,
-                    publication=publication)
-
-    def _links_only(self, item: FrontierItem) -> Done:
-        """An out-of-scope page of the global PageRank estimate (DESIGN.md §5): a plain
-        fetch for its links alone. An HTML page keeps its links; an XML body is parsed for
-        its links but never loaded (that would make it a warehouse document, and would
-        fetch its DTD): :mod:`xyro.loader.outside`. Either is recorded as ``outside``: no
-        document, no publication, no refresh."""
-        result = self._fetch(item.url, etag=None, last_modified=None, stop=self._stop)
-        outcome = analyse(result, None, self.settings.follow_nofollow,
-                          self.settings.max_url_length)
-        if outcome.page_type == PageType.HTML:
-            outcome = replace(outcome, page_type=PageType.OUTSIDE)
-        elif outcome.page_type == PageType.XML:
-            links = outside_links(result.body, result.final_url, self.settings.max_url_length,
-                                  None if self.loader is None else self.loader.settings)
-            outcome = PageOutcome(PageType.OUTSIDE, tuple(Child(l.url, l.likely_xml)
-                                                          for l in links), outcome.signature)
-        elif outcome.page_type == PageType.DTD:
-            outcome = PageOutcome(PageType.OUTSIDE, signature=outcome.signature)
-        return Done(item, result, outcome)
-
-    def _resume(self, held: Held) -> Done:
-        """Load a held document again (worker thread); errors become ERROR outcomes."""
-        assert self.loader is not None
+    def _processed(self, item: FrontierItem) -> Done:
         try:
-            loaded = self.loader.load(held.item.url, held.result)
+            return self._items.process(item)
+        except WarehouseWriteError as exc:
+            return self._unstored(item, exc)
+        except Exception as exc:  # a bug must not kill the worker or lose the item
+            log.exception("internal error on %s", item.url)
+            result = FetchResult(url=item.url, final_url=item.url,
+                                 error_kind=ErrorKind.PARSE,
+                                 error_detail=f"internal error: {type(exc).__name__}: {exc}")
+            return Done(item, result, None if item.kind == "robots" else
+                        PageOutcome(PageType.ERROR, error_kind=ErrorKind.PARSE.value,
+                                    error_detail=result.error_detail))
+
+    def _resumed(self, held: Held) -> Done:
+        """Load a held document again; errors become ERROR outcomes."""
+        try:
+            return self._items.resume(held)
         except WarehouseWriteError as exc:
             return self._unstored(held.item, exc, held)
         except Exception as exc:  # a bug must not kill the worker or lose the document
@@ -444,13 +381,6 @@ class Crawler:
             return Done(held.item, held.result, error_outcome(
                 held.result, LoadError.PARSE, f"internal error: {type(exc).__name__}: {exc}"),
                 resumed=held)
-        if loaded.outcome is None:
-            return Done(held.item, held.result, None, needs=loaded.needs, resumed=held)
-        # A sitemap or feed that waited for its DTD is read as one now.
-        publication = publication_of(held.item.url, held.result, loaded.outcome,
-                                     self.publication.announced_by)
-        return Done(held.item, held.result, loaded.outcome, version=loaded.version,
-                     resumed=held, publication=publication)
 
     # -- dispatcher side: results --------------------------------------------------------
 
