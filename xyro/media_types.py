@@ -22,8 +22,9 @@ is a wrapper, not a kind of content. It is fetched when an accept pattern names 
 its URL's file name ends in ``.gz`` and names no skipped suffix under it (``sitemap.xml.gz``
 yes, ``logs.tar.gz`` no: :func:`gzip_file_wanted`); the fetcher decompresses it under the
 decoded-bytes cap and the classifier reads what it holds by its first bytes (the sniff
-family), as sitemaps.org's ``sitemap.xml.gz`` asks. The same wanted ``.gz`` name served as
-``application/octet-stream`` or with no type is decompressed too (:func:`gzip_file`).
+family), as sitemaps.org's ``sitemap.xml.gz`` asks. The same wanted ``.gz`` name served under any
+other type (``application/octet-stream``, none, or ``application/xml``, the type of what it
+holds) is decompressed too when its bytes are gzip (:func:`gzip_file`).
 """
 
 from __future__ import annotations
@@ -113,13 +114,13 @@ def gzip_file_wanted(mime: str | None, file_name: str, skipped: frozenset[str] |
 
 def gzip_file(mime: str | None, file_name: str, skipped: frozenset[str] | set[str]) -> bool:
     """True when the body is to be read as a gzip file (decompressed, then sniffed): a gzip
-    media type, or a wanted ``.gz`` name served with no type or as ``application/octet-stream``
-    (a web server with no mapping for ``.gz``, as nginx by default). Bytes that turn out not
-    to be gzip pass unchanged (``xyro.net.body``)."""
-    if mime in GZIP_TYPES:
-        return True
-    untyped = mime is None or mime in ("application/octet-stream", "binary/octet-stream")
-    return untyped and _wanted_gz_name(file_name, skipped)
+    media type, or a wanted ``.gz`` name whatever its type: with none or as
+    ``application/octet-stream`` (a web server with no mapping for ``.gz``, as nginx by
+    default), or as the type of what it holds (``application/xml`` for ``sitemap.xml.gz``,
+    a server that maps the inner suffix and sends no Content-Encoding). Bytes that turn out
+    not to be gzip pass unchanged (``xyro.net.body``), so a type that told the truth loses
+    nothing."""
+    return mime in GZIP_TYPES or _wanted_gz_name(file_name, skipped)
 
 
 def _wanted_gz_name(file_name: str, skipped: frozenset[str] | set[str]) -> bool:

@@ -116,10 +116,12 @@ def test_an_accept_pattern_takes_any_gzip_file_and_its_content_decides(
     assert result.body == SITEMAP
 
 
-@pytest.mark.parametrize("content_type", ["application/octet-stream", None])
-def test_a_gz_sitemap_served_untyped_is_decompressed_too(
+@pytest.mark.parametrize("content_type", ["application/octet-stream", None,
+                                          "application/xml", "text/xml; charset=utf-8"])
+def test_a_gz_sitemap_served_untyped_or_as_xml_is_decompressed_too(
         content_type: str | None, serve: Any, make_fetcher: Callable[..., Fetcher]) -> None:
-    """nginx has no type for .gz by default: application/octet-stream (or none at all)."""
+    """nginx has no type for .gz by default: application/octet-stream (or none at all); a
+    server that maps the inner ``.xml`` and sends no Content-Encoding says application/xml."""
     packed = gzip.compress(SITEMAP, mtime=0)
     server = serve({"/sitemap.xml.gz": _served_as(serve, packed, content_type),
                     "/plain.xml.gz": _served_as(serve, SITEMAP, content_type)})
