@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from ranking.slices import ArrayCsrSource, SliceStore
 from ranking.sweep import SolverParams
 from xyro.app import App
 from xyro.config_load import load_config
-from xyro.jobs.rank_cluster import ClusterError, ClusterUnreachable, open_cluster
+from xyro.jobs.rank_cluster import ClusterError, ClusterUnreachable, DaskTasks, open_cluster
 from xyro.jobs.rank_job import RankParams
 from xyro.jobs.rank_run import rank_store
 
@@ -192,6 +193,48 @@ def test_a_worker_killed_mid_sweep_is_survived(cluster: str, uneven: Uneven,
     np.testing.assert_array_equal(survived.interest, clean.interest)
     assert survived.importance_residuals == clean.importance_residuals
     assert survived.interest_residuals == clean.interest_residuals
+
+
+def _kill_own_worker(item: int, before_slice: object) -> int:
+    os.kill(os.getpid(), signal.SIGKILL)
+    return item
+
+
+def test_a_cluster_that_lost_every_worker_ends_the_sweep_with_an_error(
+        tmp_path: Path) -> None:
+    """With no nanny to start another, the only worker (a process of its own) dies inside
+    its task: Dask would keep the task waiting for a worker for ever (and a daemon's
+    ranking with it); the sweep ends with ClusterUnreachable once the scheduler has had
+    none for ``workers_gone_s``."""
+    with distributed.LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=logging.CRITICAL
+                                  ) as local, \
+            distributed.Client(local.scheduler_address, set_as_default=False) as client:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
+             "--no-nanny", "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+             "--local-directory", str(tmp_path)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client.wait_for_workers(1, timeout=60)
+        except BaseException:
+            worker.kill()
+            raise
+        outcome: list[BaseException] = []
+
+        def sweep() -> None:
+            try:
+                DaskTasks(client, workers_gone_s=1.0)(_kill_own_worker, [1, 2])
+            except BaseException as exc:
+                outcome.append(exc)
+        runner = threading.Thread(target=sweep, daemon=True)
+        runner.start()
+        runner.join(60.0)
+        assert worker.wait(10) == -signal.SIGKILL   # it died in its task
+        assert not runner.is_alive(), "the sweep still waits for a worker after 60 s"
+    assert len(outcome) == 1 and isinstance(outcome[0], ClusterUnreachable), outcome
+    assert "no worker for 1 s" in str(outcome[0])
+    assert "start the workers" in str(outcome[0])
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +48,11 @@ log = logging.getLogger(__name__)
 EXTRA = "xyro[cluster]"
 POLL_S = 0.5            # the driver checks check_stop this often while a sweep runs
 WORKERS_WAIT_S = 10.0   # at most this long for a scheduler without workers to get one
+#: A sweep gives up once the scheduler has had no worker this long (seconds): Dask keeps
+#: the tasks of a cluster that lost every worker waiting for new ones for ever, and the
+#: daemon's rank job (one at a time) with them, so importance would silently go stale.
+#: Long enough for a supervisor to bring the workers back.
+WORKERS_GONE_S = 120.0
 CONNECT_SLACK_S = 2.0   # beyond ranking.cluster_timeout_s for the client's own timeout
 SLICES_PER_THREAD = 4   # at least: blocks of whole slices, balanced to a quarter of one
 
@@ -118,6 +124,7 @@ class DaskTasks:
     check_stop: StopCheck | None = None
     before_slice: SliceHook | None = None
     peak_rss: dict[int, int] = field(default_factory=dict)
+    workers_gone_s: float = WORKERS_GONE_S
 
     def __call__(self, function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         name = getattr(function, "__name__", "task")
@@ -127,12 +134,7 @@ class DaskTasks:
                                   key=[f"xyro-rank-{name}-{tag}-{i}" for i in range(len(items))])
         try:
             for future in futures:
-                while True:
-                    try:
-                        future.result(timeout=POLL_S)  # raises what the task raised
-                        break
-                    except TimeoutError:
-                        stop_point(self.check_stop)
+                self._wait(future)
             results = self.client.gather(futures)
         except BaseException:
             self.client.cancel(futures)
@@ -151,6 +153,35 @@ class DaskTasks:
             self.peak_rss[pid] = max(self.peak_rss.get(pid, 0), rss)
             out.append(result)
         return out
+
+
+    def _wait(self, future: Any) -> None:
+        """Until ``future`` is done (raising what its task raised), checking for a stop
+        and for a cluster left without workers every :data:`POLL_S`."""
+        gone_since: float | None = None
+        while True:
+            try:
+                future.result(timeout=POLL_S)
+                return
+            except TimeoutError:
+                stop_point(self.check_stop)
+                gone_since = self._workers_gone(gone_since)
+
+    def _workers_gone(self, since: float | None) -> float | None:
+        """When the scheduler was first seen without a worker (None while it has one);
+        ClusterUnreachable once that has lasted :attr:`workers_gone_s`."""
+        if self.client.nthreads():
+            return None
+        now = time.monotonic()
+        if since is None:
+            return now
+        if now - since < self.workers_gone_s:
+            return since
+        raise ClusterUnreachable(
+            f"the Dask cluster at {self.client.scheduler.address} has had no worker for "
+            f"{self.workers_gone_s:g} s in the middle of a ranking (all of them lost): the "
+            "ranking is given up and importance keeps its last values; start the workers "
+            "again before the next ranking")
 
 
 def _worker_rss() -> int:
