@@ -29,7 +29,6 @@ from xyro.crawl.admission import Admission
 from xyro.crawl.crawler import Crawler, CrawlSettings, Validators
 from xyro.crawl.frontier import REFRESH, Frontier
 from xyro.crawl.hosts import HostScheduler
-
 from xyro.crawl.publishing import PublicationChannel
 from xyro.crawl.seenset import SeenSet
 from xyro.crawl.unit_budget import UnitBudget
@@ -42,6 +41,7 @@ from xyro.net.fetcher import Fetcher, FetchLimits, user_agent
 from xyro.net.robots import RobotsCache
 from xyro.net.urls import Scope, ScopeSeeds, TrapGuard
 from xyro.publication.published import PublishedDates
+from xyro.publication.sitemaps import MAX_SITEMAP_BYTES
 from xyro.publication.trust import PublishedDateTrusts
 
 log = logging.getLogger("xyro.app")
@@ -260,7 +260,8 @@ def _seen_set(configured: int, stored: int, false_positive_rate: float) -> SeenS
 def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = True,
                   getaddrinfo: Callable[..., Any] | None = None,
                   budget: bool = False) -> CrawlParts:
-    """Wire the crawl engine from the config: one writer, two fetchers, the polite frontier;
+    """Wire the crawl engine from the config: one writer, four fetchers (pages, robots.txt,
+    the loader's DTDs and entities, known sitemaps and feeds), the polite frontier;
     with ``budget`` (the daemon), G page fetches per refresh time unit (``refresh``).
 
     Page redirects are followed through the frontier (each hop polite and re-checked), so the
@@ -291,6 +292,12 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                      max_body_bytes=min(limits.max_body_bytes,
                                                         loader_cfg.max_entity_bytes)),
                              agent, resolver, clock, max_host_pools=pool)
+    # Known sitemaps and feeds: as large on the wire as decoded, up to the protocol's 50 MB
+    # (servers often send a big sitemap.xml uncompressed); their parse is streamed.
+    publication_fetcher = Fetcher(
+        replace(fetch_limits, max_body_bytes=max(
+            limits.max_body_bytes, min(limits.max_decoded_bytes, MAX_SITEMAP_BYTES))),
+        agent, resolver, clock, max_host_pools=pool)
     robots = RobotsCache(robots_token(crawl.user_agent), clock, ttl_s=polite.robots_ttl_s,
                          unreachable_retry_s=polite.robots_unreachable_retry_s,
                          max_crawl_delay_s=polite.max_crawl_delay_s)
@@ -339,10 +346,12 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                                max_redirects=limits.max_redirects,
                                max_retry_after_s=polite.max_retry_after_s),
         loader=loader, fetch_for_loader=loader_fetcher.fetch,
+        fetch_for_publication=publication_fetcher.fetch,
         host_warnings=HostWarnings(clock, cfg.log.host_warning_interval_s),
         publication=build_publication(app), opic=opic,
         budget=build_budget(app, store, frontier, writer) if budget else None)
-    return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher), resolver, writer,
+    return CrawlParts(crawler, (page_fetcher, robots_fetcher, loader_fetcher,
+                                publication_fetcher), resolver, writer,
                       store, loader_cfg.versions_per_url)
 
 

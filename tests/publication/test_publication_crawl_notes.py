@@ -1,7 +1,7 @@
 """Sitemaps crawled for real (paper 003 §3, DESIGN.md §2): a gzip-compressed sitemap served
-as ``application/gzip`` is read and its pages published, and a sitemap over the 50,000-entry
+as ``application/gzip`` is read and its pages published, a sitemap over the 50,000-entry
 limit is cut with a WARNING and an errors row an operator can query (``xyro status``,
-``v_recent_errors``), never silently. Threaded http.server on 127.0.0.1, real SQLite."""
+``v_recent_errors``), never silently, and one larger than a page may be is read all the same. Threaded http.server on 127.0.0.1, real SQLite."""
 
 from __future__ import annotations
 
@@ -138,3 +138,43 @@ def test_a_sitemap_over_the_limit_is_cut_with_a_warning_and_an_errors_row(
     assert (page_type, kind) == ("xml", NOTICE_KIND)   # read, and still an XML page
     assert f"lists more than {MAX_SITEMAP_URLS} entries: {MAX_SITEMAP_URLS} kept" in detail
     assert "/listed.html" in site.hits
+
+
+def test_a_sitemap_larger_than_a_page_may_be_is_read_and_not_kept(
+        tmp_path: Path, site: _Site) -> None:
+    """sitemaps.org allows 50 MB uncompressed, which servers often send as is: a known
+    sitemap may be as large on the wire as decoded (``max_decoded_bytes``), while a page
+    keeps ``max_body_bytes``. Past ``loader.max_document_bytes`` it is read for its entries
+    and stays an XML page, with a notice saying why no version of it is stored."""
+    listed, big_page = site.url("/listed.html"), site.url("/big.html")
+    sitemap_xml = _urlset(*[listed] * 30_000, big_page)     # about 1.2 MiB
+    assert 1 << 20 < len(sitemap_xml) < 4 << 20
+    site.routes = {"/big.xml": ("application/xml", sitemap_xml),
+                   "/listed.html": ("text/html", b"<html><body>listed</body></html>"),
+                   "/big.html": ("text/html", b"<html><body>" + b"x" * (2 << 20))}
+    config = load_config(None, {}, [
+        "scope.allow_private_addresses=true", "crawler.politeness.delay_s=0",
+        f"storage.database={tmp_path / 'xyro.db'}",
+        f"storage.warehouse_dir={tmp_path / 'warehouse'}",
+        f"sitemaps={json.dumps([site.url('/big.xml')])}",
+        f"crawler.limits.max_body_bytes={1 << 20}",
+        f"crawler.limits.max_decoded_bytes={4 << 20}",
+        f"loader.max_document_bytes={1 << 20}"])
+    app = App(config, WallClock())
+    with app.open_store(create=True):
+        pass
+    assert run_crawl(app, max_seconds=30).stop_reason == "frontier exhausted"
+    assert "/listed.html" in site.hits, site.hits[:5]
+    db = tmp_path / "xyro.db"
+    rows = _rows(db, "SELECT u.type, e.kind, e.detail FROM urls u LEFT JOIN errors e "
+                     "ON e.url_id = u.id WHERE u.url = ?", site.url("/big.xml"))
+    assert len(rows) == 1, rows
+    page_type, kind, detail = rows[0]
+    assert (page_type, kind) == ("xml", NOTICE_KIND), rows
+    assert "not kept in the warehouse" in detail and "loader.max_document_bytes" in detail
+    assert _rows(db, "SELECT count(*) FROM xml_versions v JOIN urls u ON u.id = v.url_id "
+                     "WHERE u.url = ?", site.url("/big.xml")) == [(0,)]
+    # A page keeps the page cap.
+    [(big_type, big_kind)] = _rows(db, "SELECT u.type, e.kind FROM urls u JOIN errors e "
+                                       "ON e.url_id = u.id WHERE u.url = ?", big_page)
+    assert (big_type, big_kind) == ("error", "too_large")

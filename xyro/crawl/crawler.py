@@ -118,6 +118,7 @@ class Crawler:
                  clock: Clock, settings: CrawlSettings, stats: CrawlStats | None = None,
                  loader: LoaderStage | None = None,
                  fetch_for_loader: Callable[..., FetchResult] | None = None,
+                 fetch_for_publication: Callable[..., FetchResult] | None = None,
                  host_warnings: HostWarnings | None = None,
                  publication: PublicationChannel | None = None,
                  opic: OpicCheckpoints | None = None,
@@ -146,7 +147,9 @@ class Crawler:
         self._items = ItemWork(
             fetch=fetch, fetch_robots=fetch_robots,
             # DTDs and entities are fetched whatever their Content-Type (.mod, .ent, text/plain).
-            fetch_for_loader=fetch_for_loader or fetch, validators=validators, loader=loader,
+            fetch_for_loader=fetch_for_loader or fetch,
+            fetch_for_publication=fetch_for_publication or fetch,
+            validators=validators, loader=loader,
             publication=self.publication, in_scope=self._in_scope,
             follow_nofollow=settings.follow_nofollow, max_url_length=settings.max_url_length,
             stop=self._stop)

@@ -38,12 +38,14 @@ class ItemWork:
     def __init__(self, *, fetch: Callable[..., FetchResult],
                  fetch_robots: Callable[..., FetchResult],
                  fetch_for_loader: Callable[..., FetchResult],
+                 fetch_for_publication: Callable[..., FetchResult],
                  validators: Callable[[str], PriorFetch], loader: LoaderStage | None,
                  publication: PublicationChannel, in_scope: Callable[[str], bool],
                  follow_nofollow: bool, max_url_length: int, stop: threading.Event) -> None:
         self._fetch = fetch
         self._fetch_robots = fetch_robots
         self._fetch_for_loader = fetch_for_loader
+        self._fetch_for_publication = fetch_for_publication
         self._validators = validators
         self._loader = loader
         self._publication = publication
@@ -64,14 +66,21 @@ class ItemWork:
         if loader is not None and loader.wanted(item.url):
             return self._loader_need(item, loader)
         prior = self._validators(item.url)
-        result = self._fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
-                             stop=self._stop)
+        # A known sitemap or feed may be as large on the wire as decoded (sitemaps.org
+        # allows 50 MB uncompressed, which servers often send as is).
+        fetch = self._fetch_for_publication if item.url in self._publication else self._fetch
+        result = fetch(item.url, etag=prior.etag, last_modified=prior.last_modified,
+                       stop=self._stop)
         outcome = self._analyse(result, prior.page_type)
         if loader is not None and outcome.page_type == PageType.DTD:
             return Done(item, result, outcome, version=loader.store_entity(item.url, result),
                         prior=prior)
         publication = publication_of(item.url, result, outcome, self._publication.announced_by)
         if loader is not None and outcome.page_type == PageType.XML and not result.not_modified:
+            if publication is not None and len(result.body) > loader.settings.max_document_bytes:
+                return Done(item, result, outcome, prior=prior,
+                            publication=_not_kept(publication, len(result.body),
+                                                  loader.settings.max_document_bytes))
             return self._loaded(item, result, outcome, prior, publication)
         return Done(item, result, outcome, prior=prior, publication=publication)
 
@@ -131,3 +140,12 @@ class ItemWork:
                                      self._publication.announced_by)
         return Done(held.item, held.result, loaded.outcome, version=loaded.version,
                     resumed=held, publication=publication)
+
+
+def _not_kept(publication: Publication, size: int, limit: int) -> Publication:
+    """A listing read for its entries but larger than the warehouse takes: it stays an XML
+    page (read, re-read, its dates trusted or not), with a note saying why no version of it
+    is stored. Loading it would have made the page an ERROR although its entries were read."""
+    note = (f"read for its entries but not kept in the warehouse: {size} bytes, more than "
+            f"loader.max_document_bytes ({limit})")
+    return replace(publication, notes=(note, *publication.notes))
