@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from refresh.discovery import discovery_slots
 from xyro.app import App
 from xyro.clock import unit_index
 from xyro.cli.status_text import iso, render_status
@@ -127,8 +128,9 @@ def refresh_section(app: App, raw: Mapping[str, Any], state: Mapping[str, Any],
         "bandwidth_pages_per_unit": g,
         "configured_bandwidth_pages_per_unit": cfg.bandwidth_pages_per_unit,
         "discovery_share": share,
-        "refresh_pages_per_unit": round(g * (1.0 - share), 3),
-        "discovery_pages_per_unit": round(g * share, 3),
+        # Whole fetches, as the planner and the unit budget split G (refresh/discovery.py).
+        "refresh_pages_per_unit": int(g) - discovery_slots(int(g), share),
+        "discovery_pages_per_unit": discovery_slots(int(g), share),
         "min_interval_units": cfg.min_interval_units,
         "max_interval_units": cfg.max_interval_units,
         "due_now": raw.get("due_now"),

@@ -54,6 +54,7 @@ import threading
 from collections.abc import Callable
 
 from metadata import UnitSpent
+from refresh.discovery import discovery_slots
 from xyro.clock import unit_index
 from xyro.crawl.frontier import BACKGROUND, LOADER, REFRESH, URGENT
 
@@ -94,7 +95,9 @@ class UnitBudget:
                              f"[0, 1] (got {discovery_share})")
         self.bandwidth = bandwidth
         self.unit_s = unit_s
-        self.discovery = round(discovery_share * bandwidth)  # ρ·G, as compose_unit rounds it
+        # ρ·G by the rule the planner plans its refresh bandwidth with, and compose_unit
+        # splits by: the refresh share held here is the one the intervals were planned for.
+        self.discovery = discovery_slots(bandwidth, discovery_share)
         self._queued_refresh = queued_refresh
         self._servable = servable
         self._record = record

@@ -62,9 +62,18 @@ def explain(conn: sqlite3.Connection, est: PageEstimator, s: PlannerSettings, ur
         "current_unit": plan.unit, "k": finite(plan.k),
     })
     if not math.isfinite(t):
-        out["why_not"] = (f"r = {plan.importance[pos]:.4g} is below the importance floor "
-                          f"{s.importance_floor} (or 0): never refreshed")
+        out["why_not"] = _never_refreshed(s, float(plan.importance[pos]))
     return out
+
+
+def _never_refreshed(s: PlannerSettings, r: float) -> str:
+    """Why a planned page gets no interval: its r, or no refresh bandwidth at all."""
+    if r > 0 and r >= s.importance_floor and s.refresh_bandwidth <= 0:
+        return (f"the refresh bandwidth G − round(ρ·G) is 0 pages/unit (G = {s.bandwidth}, "
+                f"ρ = {s.discovery_share:g}) while pages are unread: never refreshed; raise "
+                "refresh.bandwidth_pages_per_unit or lower refresh.discovery_share")
+    return (f"r = {r:.4g} is below the importance floor {s.importance_floor} (or 0): "
+            "never refreshed")
 
 
 def summary(plan: Plan, units_ahead: int = 10) -> dict[str, Any]:

@@ -15,20 +15,22 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
 4. S = Σ√(r_i·λ_i) is updated by the deltas of the pages re-estimated (003 §6.6), split in
    the clamp bands of :mod:`refresh.waterlevel`, and K solved with the water-filling clamp
    correction: t_i = K/√(r_i·λ_i) within [min_interval_units, max_interval_units] and
-   Σ 1/t_i = (1 − ρ)·G (all of G once no page is left unread), the water level a full
-   solve over every page gives;
+   Σ 1/t_i = G − round(ρ·G), the slots a unit leaves due pages (all of G once no page is
+   left unread), the water level a full solve over every page gives;
 5. the observed pages are re-filed into folder ⌊(t_last + t_i·unit)/unit⌋
    (:func:`refresh.folders.folders_after`; the metadata writer already re-filed them with
    their previous t_i when it applied their fetch, ``refresh_queries.refiled_after_fetch``);
-6. the unit's fetch list: the due folder (priority REFRESH, highest √(r·λ) first) plus ρ·G
-   unread pages by OPIC cash, else importance (priority DISCOVERY: the first entries of the
-   index ``urls_unread``), via ``refresh.compose_unit``. Popped pages move to a retry folder
-   one interval later (a fetch re-files them from the fetch time; a lost fetch comes due
-   again); deferred ones to the next unit. When the due folder and the unread pages leave
-   part of G unused, the pages of the next folders fill it (earliest folder first, read at
-   the end of the unit): a page is read after its due time, never before, so the folders
-   hold a little less than G a unit on average (3.5 % in tests/bench/e2e_freshness.py)
-   and the bandwidth would otherwise go unspent while work exists.
+6. the unit's fetch list: the due folder (priority REFRESH: the pages unread for longer
+   than t_max first, then highest √(r·λ) first, :func:`~xyro.jobs.plan_scan.waited_past`)
+   plus round(ρ·G) unread pages by OPIC cash, else importance (priority DISCOVERY: the
+   first entries of the index ``urls_unread``), via ``refresh.compose_unit``. Popped pages
+   move to a retry folder one interval later (a fetch re-files them from the fetch time;
+   a lost fetch comes due again); deferred ones to the next unit. When the due folder and
+   the unread pages leave part of G unused, the pages of the next folders fill it
+   (earliest folder first, read at the end of the unit): a page is read after its due
+   time, never before, so the folders hold a little less than G a unit on average (3.5 %
+   in tests/bench/e2e_freshness.py) and the bandwidth would otherwise go unspent while
+   work exists.
 
 What carries over between units is the *ledger*, one JSON value of the ``state`` table
 (:mod:`xyro.jobs.plan_ledger`: the observation watermark, Σλ of the estimated pages whose
@@ -41,7 +43,7 @@ ledger (:func:`~xyro.jobs.plan_unit.rebuild`) when there is none, when the previ
 writes were not all applied (a crash: its token, written first, differs from the ledger's,
 written last), when the time unit, the importance source or the floor changed, or after a
 ranking run: every r_i changed then, and 003 §6.6 updates S "after the Page Rank process"
-too; and when the refresh bandwidth (1 − ρ)·G changed (the configuration, or discovery's
+too; and when the refresh bandwidth G − round(ρ·G) changed (the configuration, or discovery's
 end: with no page left unread, all of G refreshes). A larger bandwidth shortens every t_i,
 so that rebuild also pulls forward the pages filed for their longer intervals
 (:meth:`~xyro.jobs.plan_scan.FullScan._folders`).
@@ -64,6 +66,7 @@ from metadata import JobRun, Op, SetRefresh, SetState
 from metadata import refresh_queries as q
 from metadata.records import SetLastModifiedVerdicts, SetWeights
 from refresh import UnitFetchList, baseline_priority, compose_unit
+from refresh.discovery import discovery_slots
 from xyro.clock import Clock, unit_index
 from xyro.crawl.frontier import DISCOVERY, REFRESH
 from xyro.errors import XyroError
@@ -191,11 +194,11 @@ class RefreshPlanner:
         re-files in (None: none), which overrides the stored one for :meth:`_ahead`."""
         if self._s.policy != "planner":  # a baseline to measure against: its own due list
             due = self._baseline_due()
-        n_disc = int(round(self._s.discovery_share * self._s.bandwidth))
+        n_disc = discovery_slots(self._s.bandwidth, self._s.discovery_share)
         spare = max(0, self._s.bandwidth - n_disc - due.ids.size)
         unread = self._unread(n_disc + spare)
         fetch = compose_unit(due.ids, due.priority, unread, self._s.bandwidth,
-                             self._s.discovery_share)
+                             self._s.discovery_share, due.overdue)
         ahead = (self._ahead(unit, fetch, refiled) if self._s.policy == "planner"
                  else np.empty(0, dtype=np.int64))
         found = q.urls_and_depths(self._conn, np.concatenate(
@@ -274,8 +277,9 @@ class RefreshPlanner:
         lam = np.where(known, lam, prior)
         age = np.maximum(self._clock.now() - np.nan_to_num(pages.last_access), 0.0) / unit_s
         score = baseline_priority(self._s.policy, age, lam, self._s.max_interval_units)
+        # No overdue group: a baseline's score ranks the pages past t_max first itself.
         return Candidates(pages.ids, score, np.full(pages.ids.size, np.nan), pages.rate,
-                          list(pages.rate_source))
+                          list(pages.rate_source), np.zeros(pages.ids.size, dtype=bool))
 
     def offers(self, fetch: list[tuple[str, int]]) -> dict[int, list[tuple[str, int, float]]]:
         """The fetch list as frontier offers per priority, in order: (url, stored depth,

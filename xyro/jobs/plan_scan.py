@@ -73,6 +73,7 @@ class Candidates:
     intervals: np.ndarray  # t_i in units
     rate_s: np.ndarray     # what urls.rate holds after this unit (changes per second)
     sources: list[str]
+    overdue: np.ndarray    # bool: unread for longer than t_max (:func:`waited_past`)
 
 
 class FullScan:
@@ -177,12 +178,15 @@ class FullScan:
 
     def candidates(self, plan: Plan, unit: int) -> Candidates:
         """The full scan's due pages: planned, finite t_i, folder ≤ unit."""
+        assert plan.pages is not None
         mask = (plan.due != q.NO_UNIT) & (plan.due <= unit)
         rate_s = self.rates_out(plan)
         return Candidates(plan.ids[mask], refresh_weights(plan.importance[mask],
                                                           plan.rates[mask]),
                           plan.intervals[mask], rate_s[mask],
-                          [plan.sources[k] for k in np.flatnonzero(mask)])
+                          [plan.sources[k] for k in np.flatnonzero(mask)],
+                          waited_past(plan.pages.last_access[mask], plan.t_max_used, unit,
+                                      self._s.time_unit_s))
 
     def rates_out(self, plan: Plan) -> np.ndarray:
         """urls.rate after this unit: the stored one for pages not re-estimated (so the
@@ -201,6 +205,16 @@ def refiled(last_access: np.ndarray, intervals: np.ndarray, unit: int,
     """Folder ⌊(t_last + t_i·unit)/unit⌋, not before the current unit."""
     last = np.where(np.isnan(last_access), unit * unit_s, last_access)
     return np.maximum(folders_after(last, intervals, unit_s), unit)
+
+
+def waited_past(last_access: np.ndarray, t_max: float, unit: int,
+                unit_s: float) -> np.ndarray:
+    """Which pages, last read at ``last_access`` (clock seconds; NaN: never), had gone
+    unread for longer than t_max units when ``unit`` began. ``refresh.compose_unit`` hands
+    them out before every other due page, whatever their √(r·λ): the folders hold about as
+    many pages a unit as it has slots, and with deferral by weight alone the lightest pages
+    could wait far past t_max (DESIGN.md §6 clamps t_i to t_max to bound that wait)."""
+    return unit * unit_s - np.asarray(last_access, dtype=np.float64) > t_max * unit_s
 
 
 def _mean_or(values: np.ndarray, default: float) -> float:

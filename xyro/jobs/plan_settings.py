@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from refresh.discovery import discovery_slots
 from xyro.config import RefreshConfig
 
 
@@ -29,8 +30,11 @@ class PlannerSettings:
 
     @property
     def refresh_bandwidth(self) -> float:
-        """(1 − ρ)·G: pages per unit planned for refreshing known pages."""
-        return self.bandwidth * (1.0 - self.discovery_share)
+        """G − round(ρ·G): pages per unit planned for refreshing known pages, the slots a
+        unit leaves them while pages are unread (``refresh.discovery_slots``). Planned for
+        (1 − ρ)·G when that is not whole, the folders would get more pages a unit than it
+        has slots, and the lowest-weight pages would be deferred for ever."""
+        return float(self.bandwidth - discovery_slots(self.bandwidth, self.discovery_share))
 
     def t_max_for(self, kept: int) -> float:
         """t_max, stretched when the pages kept cannot all be visited every t_max within the

@@ -19,7 +19,7 @@ from refresh.waterlevel import WaterLedger, WaterLevel
 from xyro.jobs.plan_estimate import PRIOR_SOURCE, Evidence, PageEstimator
 from xyro.jobs.plan_ledger import (ESTIMATED, PRIOR, Ledger, add_keys, family_at, forget_keys,
                                    forget_rates, level_of, solve, stored_keys)
-from xyro.jobs.plan_scan import Candidates, FullScan, Plan, refiled
+from xyro.jobs.plan_scan import Candidates, FullScan, Plan, refiled, waited_past
 from xyro.jobs.plan_settings import PlannerSettings
 
 #: One page's SetRefresh fields: rate per second, rate source, folder, t_i (None: cleared).
@@ -216,8 +216,11 @@ class FolderUnit:
         weights = {i: w for i, w in self.overlay.items()
                    if not _same(w, rows.weight[pos_of[i]])}
         mask = self.stays & np.isfinite(t) & (due != q.NO_UNIT) & (due <= self.unit)
+        # The t_max this unit's K was solved with (plan_ledger.solve), as the full scan's.
+        t_max = self.s.t_max_for(self.led.water.n)
         cands = Candidates(rows.ids[mask], self.w[mask], t[mask], self.rate_s[mask],
-                           [self.sources[k] for k in np.flatnonzero(mask)])
+                           [self.sources[k] for k in np.flatnonzero(mask)],
+                           waited_past(rows.last_access[mask], t_max, self.unit, self.unit_s))
         return refresh, weights, cands
 
 
