@@ -363,6 +363,17 @@ def test_decode_html_order_bom_header_declaration(body: bytes, charset: str | No
     assert decode_html(body, charset)[0] == expected
 
 
+def test_a_bare_utf16_header_charset_is_little_endian_unless_a_bom_says_otherwise() -> None:
+    """WHATWG Encoding Standard: the label "utf-16" names UTF-16LE (Python's codec, and w3lib
+    without a BOM, read it big-endian: the page became CJK text with no markup); a BOM still
+    decides first."""
+    result = extract_links(LATIN1_PAGE.encode("utf-16-le"), PAGE, content_type_charset="UTF-16")
+    assert result.error is None and result.encoding == "utf-16-le"
+    assert result.title == "caf\u00e9" and result.urls == ["http://example.org/caf\u00e9"]
+    body = b"\xfe\xff" + LATIN1_PAGE.encode("utf-16-be")
+    assert decode_html(body, "utf-16") == ("utf-16-be", LATIN1_PAGE)
+
+
 @pytest.mark.parametrize("declaration", [
     '<meta charset="utf-16">', '<meta charset="UTF-16LE">', '<meta charset="utf-32">',
     '<meta http-equiv="Content-Type" content="text/html; charset=UTF-16">',

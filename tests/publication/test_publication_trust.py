@@ -13,6 +13,7 @@ from xyro.publication.trust import (
     Outcome, PublishedDateTrust, PublishedDateTrusts, change_date, judge, parse_rfc822_datetime,
     parse_w3c_datetime, publication_kind,
 )
+from xyro.publication.feeds import parse_feed
 from xyro.publication.sitemaps import parse_sitemap
 
 DAY = 86400.0
@@ -49,6 +50,31 @@ def test_rfc822_rejects_garbage() -> None:
         assert parse_rfc822_datetime(text) is None  # type: ignore[arg-type]
     assert parse_rfc822_datetime("Wed, 02 Oct 2002 08:00:00 -0000") == timegm(
         (2002, 10, 2, 8, 0, 0))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Mon, 01 Jan 2024 10:00:00 +0200", timegm((2024, 1, 1, 8, 0, 0))),
+    # A colon in the numeric zone (generators mixing RFC 822 and ISO 8601): its offset too,
+    # not UTC (a feed in UTC+2 was held to date two hours into the future).
+    ("Mon, 01 Jan 2024 10:00:00 +02:00", timegm((2024, 1, 1, 8, 0, 0))),
+    ("Mon, 01 Jan 2024 10:00:00+02:00", timegm((2024, 1, 1, 8, 0, 0))),
+    ("Mon, 01 Jan 2024 10:00 -05:30 \n", timegm((2024, 1, 1, 15, 30, 0))),
+    ("2024-01-01T10:00:00+02:00", timegm((2024, 1, 1, 8, 0, 0))),  # ISO in pubDate
+])
+def test_rfc822_numeric_zones(text: str, expected: float) -> None:
+    assert parse_rfc822_datetime(text) == expected
+
+
+def test_an_rss_date_with_a_colon_zone_is_not_in_the_future() -> None:
+    """An item published at 10:00 in UTC+2 (08:00 UTC) and read at 09:00 UTC."""
+    rss = (b'<?xml version="1.0"?><rss version="2.0"><channel><item><link>http://h.test/a'
+           b'</link><pubDate>Mon, 01 Jan 2024 10:00:00 +02:00</pubDate></item></channel></rss>')
+    published = timegm((2024, 1, 1, 8, 0, 0))
+    listed = parse_feed(rss, "http://h.test/feed.rss").entries[0].updated
+    assert listed == published
+    # Fetched changed at 08:30 (last at 07:00), the feed read at 09:00: the date agrees.
+    assert judge(published - 3600.0, published + 1800.0, True, listed, published + 3600.0) \
+        is Outcome.AGREE
 
 
 # judge(previous_fetch=100, fetch=200, changed, published, read_at)

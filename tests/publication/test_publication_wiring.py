@@ -191,12 +191,12 @@ def test_a_read_sitemap_queues_its_pages_and_lists_their_dates(clock: ManualCloc
     urlset = read_publication(URLSET, "http://a.example/sitemap.xml", "sitemap")
     index = read_publication(INDEX, "http://a.example/sitemap.xml", "sitemap")
     assert urlset is not None and index is not None
-    pages, none = channel.read(frontier, "a.example", 2, urlset, T0)
+    pages, none = channel.read(frontier, "http://a.example/sitemap.xml", 2, urlset, T0)
     assert none is None and pages.source is Source.SITEMAP
     assert {(o.url, o.priority, o.depth) for o in pages.queued} == {
         ("http://a.example/p1", DISCOVERY, 3), ("http://a.example/p2", DISCOVERY, 3)}
     assert channel.dates.counts()["listed_urls"] == 1   # p2 had no date
-    _, sitemaps = channel.read(frontier, "a.example", 0, index, T0)
+    _, sitemaps = channel.read(frontier, "http://a.example/sitemap.xml", 0, index, T0)
     assert sitemaps is not None and [o.url for o in sitemaps.queued] == [
         "http://a.example/s2.xml"]
     assert "http://a.example/s2.xml" in channel

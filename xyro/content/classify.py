@@ -5,6 +5,9 @@ mislabel both: XML served as text/plain, application/octet-stream or text/html (
 HTML served as XML, DTDs served as text/plain. The media type's family
 (:mod:`xyro.media_types`, RFC 7303) decides first; the first bytes correct it, and decide
 alone for the sniffed family (WHATWG MIME sniffing: unknown types are read by their bytes).
+A body served as HTML is XML when it has an XML declaration and a root other than ``html``,
+or when its root is a sitemap's or a feed's, declaration or not (a feed read as HTML would
+never have its items found).
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _DOCTYPE = re.compile(r"<!doctype\s+([^\s>\[]+)", re.I)
 _DTD_DECL = re.compile(r"<!(element|entity|attlist|notation)\s", re.I)
 _ELEMENT = re.compile(r"<([A-Za-z_][\w.:-]*)")
+#: Local names of the roots of sitemaps and feeds (urlset, sitemapindex, rss, rdf:RDF,
+#: feed), the ones :func:`xyro.crawl.publishing.sniff_publication` reads: such a root is
+#: XML whatever the media type says (paper 003 §3: the push channel).
+PUBLICATION_ROOTS = frozenset({"urlset", "sitemapindex", "rss", "RDF", "feed"})
 
 
 def sniff(head: bytes) -> tuple[Kind | None, bool]:
@@ -38,6 +45,13 @@ def sniff(head: bytes) -> tuple[Kind | None, bool]:
     Skips a BOM, whitespace, the XML declaration, comments and processing instructions,
     then looks at the DOCTYPE, DTD declarations or the root element.
     """
+    kind, has_decl, _ = _sniff(head)
+    return kind, has_decl
+
+
+def _sniff(head: bytes) -> tuple[Kind | None, bool, str | None]:
+    """:func:`sniff`, and the root element's name when the head shows it: the DOCTYPE's
+    (an RSS 0.91 feed often has one), else the first element's."""
     text = _head_text(head[:_SNIFF_BYTES]).lstrip()
     has_decl = False
     while text:
@@ -51,27 +65,31 @@ def sniff(head: bytes) -> tuple[Kind | None, bool]:
         text = text[match.end():].lstrip()
     doctype = _DOCTYPE.match(text)
     if doctype:
-        return ("html" if doctype.group(1).lower() == "html" else "xml"), has_decl
+        name = doctype.group(1)
+        return ("html" if name.lower() == "html" else "xml"), has_decl, name
     if _DTD_DECL.match(text):
-        return "dtd", has_decl
+        return "dtd", has_decl, None
     element = _ELEMENT.match(text)
     if element:
-        return ("html" if element.group(1).lower() == "html" else "xml"), has_decl
-    return ("xml" if has_decl else None), has_decl
+        name = element.group(1)
+        return ("html" if name.lower() == "html" else "xml"), has_decl, name
+    return ("xml" if has_decl else None), has_decl, None
 
 
 def classify(result: FetchResult) -> Kind:
     """html, xml, dtd or other, from the media type's family corrected by the first bytes."""
     mime = result.content_type or ""
-    guess, has_decl = sniff(result.body)
+    guess, has_decl, root = _sniff(result.body)
     kind = family(mime)
     if kind == "dtd":
         return "dtd"
     if guess == "dtd" and _path(result.final_url).endswith(_DTD_SUFFIXES):
         return "dtd"   # DTD declarations alone are too weak a sign without the file name
     if kind == "html":
-        # An XML declaration and a non-HTML root: a feed or document served as text/html.
-        return "xml" if has_decl and guess == "xml" else "html"
+        # An XML declaration and a non-HTML root: a feed or document served as text/html;
+        # a sitemap's or feed's root needs no declaration (an HTML page never starts so).
+        publication = root is not None and root.rpartition(":")[2] in PUBLICATION_ROOTS
+        return "xml" if guess == "xml" and (has_decl or publication) else "html"
     if kind == "xml":
         return "html" if guess == "html" else "xml"
     return guess if guess in ("html", "xml") else "other"

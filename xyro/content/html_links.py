@@ -106,6 +106,10 @@ _WEB_CODECS = frozenset({
     *(f"cp{n}" for n in range(1250, 1259)),
     "gbk", "gb18030", "big5", "big5hkscs", "euc_jp", "iso2022_jp", "shift_jis", "cp932",
     "euc_kr", "cp949", *_WIDE_CODECS})
+# Labels whose web encoding is not the Python codec of the same name: the bare "utf-16"
+# label is UTF-16LE (WHATWG Encoding Standard), where Python's codec (and w3lib's, with no
+# BOM) reads big-endian.
+_LABEL_CODECS = {"utf-16": "utf-16-le"}
 
 LinkKind = Literal["a", "area", "frame", "iframe", "alternate", "refresh"]
 
@@ -233,10 +237,11 @@ def decode_html(body: bytes, content_type_charset: str | None) -> tuple[str, str
 
 def _web_codec(name: str) -> str | None:
     """The Python codec of a web encoding's label (w3lib's resolution, which also maps
-    latin-1 and ascii to cp1252 as browsers do), or None for unknown names and for codecs that
+    latin-1 and ascii to cp1252 as browsers do, and "utf-16" read as the WHATWG reads it,
+    little-endian; a BOM still decides first), or None for unknown names and for codecs that
     are no web encoding."""
     resolved = resolve_encoding(name)
-    return resolved if resolved in _WEB_CODECS else None
+    return _LABEL_CODECS.get(resolved, resolved) if resolved in _WEB_CODECS else None
 
 
 def parse_meta_refresh(content: str) -> str | None:

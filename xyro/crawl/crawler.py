@@ -465,6 +465,10 @@ class Crawler:
             links = [(c.url, item.priority) for c in outcome.children]
             moved = self._seed_moved(item, links[0][0], now)
             submitted = self.frontier.complete(item, record, links, Source.REDIRECT)
+            # A sitemap or feed that moved: its target is read now and at every re-read
+            # (the redirect's offer skips a target read before, so it was read only once).
+            moved = self.publication.moved(self.frontier, item.url, links[0][0],
+                                           item.depth) or moved
             queued = {o.url for o in submitted.queued} | ({links[0][0]} if moved else set())
             self._redirects.not_queued([u for u, _ in links if u not in queued],
                                        submitted.refused)

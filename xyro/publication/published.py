@@ -9,6 +9,13 @@ in the trust record of the listing (:class:`~xyro.publication.trust.PublishedDat
 and the date becomes the observation's change date only while that source is trusted and the
 server sent no Last-Modified of its own (:func:`xyro.publication.trust.change_date`).
 
+A listing speaks for the pages of its own origin (``scheme://host[:port]``): a feed on
+another site (a planet, an aggregator) may list a page, but its date is when it aggregated
+the page, not when the page changed. Callers pass only the dates a source may give
+(:meth:`xyro.crawl.publishing.PublicationChannel.read`: its own origin's, and a sitemap's
+cross submits); here a listing from another origin never replaces one from the page's own,
+so an aggregator cannot wipe a site's honest sitemap dates by listing its pages.
+
 A fetch judged against a listing read before it cannot tell a date that never moves from a
 change after the read (:func:`xyro.publication.trust.judge` calls it undecidable); such an
 interval is kept and judged again when a source next lists the URL, read after the fetch.
@@ -26,7 +33,9 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
+from xyro.net.urls import robots_origin
 from xyro.publication.trust import (Outcome, PublishedDateTrust, PublishedDateTrusts,
                                     TrustVerdict, change_date)
 
@@ -38,6 +47,7 @@ class Listing:
     published: float   # POSIX seconds: the date the source gave
     read_at: float     # when the source was read (clock time)
     source: str        # the trust key: the sitemap's or feed's URL
+    own: bool = False  # the source is on the page's own origin (module docstring)
 
 
 class PublishedDates:
@@ -60,21 +70,29 @@ class PublishedDates:
 
     def listed(self, source: str, entries: Iterable[tuple[str, float | None]],
                read_at: float) -> int:
-        """Remember the dates a source (host) gave its URLs; returns how many were dated.
+        """Remember the dates a source (a sitemap's or feed's URL) gave its URLs; returns
+        how many were dated.
 
-        A date in the future is held against the source at once (FUTURE), and not kept.
+        A date in the future is held against the source at once (FUTURE), and not kept. A
+        source on another origin than a URL's does not replace the listing of a source on
+        the URL's own origin (module docstring).
         """
         dated = 0
+        prefix = origin_prefix(source)
         with self._lock:
             trust = self._trusts.source(source)
             for url, published in entries:
                 if published is None:
                     continue
+                own = prefix is not None and url.startswith(prefix)
+                before = self._listed.get(url)
+                if before is not None and before.own and not own:
+                    continue
                 if trust.observe_listing(published, read_at) is Outcome.FUTURE:
                     self._outcomes[Outcome.FUTURE.value] += 1
                     continue
                 self._judge_undecided(trust, url, published, read_at)
-                self._listed[url] = Listing(published, read_at, source)
+                self._listed[url] = Listing(published, read_at, source, own)
                 self._listed.move_to_end(url)
                 dated += 1
             while len(self._listed) > self._max_urls:
@@ -148,3 +166,13 @@ class PublishedDates:
         """Sources (hosts) whose dates are currently believed."""
         with self._lock:
             return len(self._trusted)
+
+
+@lru_cache(maxsize=4096)
+def origin_prefix(url: str) -> str | None:
+    """``scheme://host[:port]/`` of ``url`` (the prefix of every URL of its origin), or None
+    when ``url`` is no http(s) URL with a host (a trust key given by hand)."""
+    try:
+        return robots_origin(url) + "/"
+    except ValueError:
+        return None

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
+from xyro.content.parse_guard import PARSES
 from xyro.net.body import BodyEncodingError, BodyTooLarge, Decoder
 from xyro.net.urls import canonicalize
 from xyro.publication.trust import parse_w3c_datetime
@@ -42,6 +43,10 @@ MAX_SITEMAP_BYTES = 50 * 2**20
 MAX_ERROR_NOTES = 100
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 GZIP_MAGIC = b"\x1f\x8b"
+#: UTF-16 and UTF-32 byte order marks: such a body is XML, not a text sitemap (UTF-8 only),
+#: and the pull parser reads it in UTF-16 as the crawl's sniff recognises it (libxml2's push
+#: parser reads no UTF-32: such a sitemap is refused as not well-formed XML).
+WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _CHUNK = 1 << 16
 
 #: Options for every lxml parser of untrusted publication XML (DESIGN.md §7).
@@ -165,7 +170,7 @@ def parse_sitemap(body: bytes, base_url: str, *, max_urls: int = MAX_SITEMAP_URL
         raise SitemapError(f"sitemap {base} is empty")
     rule = _LocationRule(base, location, also_allowed)
     notes = ErrorNotes()
-    if head != b"<":
+    if head != b"<" and not text.startswith(WIDE_BOMS):
         entries = _text_entries(text, rule, max_urls, notes)
         return SitemapParse("urlset", entries, notes.final(), notes.capped_at)
     kind, entries = _xml_entries(text, base, rule, max_urls, notes)
@@ -282,11 +287,20 @@ def _pull(data: bytes, base: str, rule: _LocationRule, max_urls: int, notes: Err
 
 
 def _events(parser: etree.XMLPullParser, data: bytes) -> Iterator[tuple[str, etree._Element]]:
-    """Feed ``data`` in chunks, yielding parse events as they come (bounded memory)."""
+    """Feed ``data`` in chunks, yielding parse events as they come (bounded memory).
+
+    Each ``feed`` and the ``close`` run under a shared hold of the process's parse guard:
+    lxml swaps libxml2's process-global entity loader around every one of them, which
+    would hand a concurrent DOCTYPE parse libxml2's default loader (DESIGN.md §7,
+    :mod:`xyro.content.parse_guard`). Held per chunk, not across the yields: a DOCTYPE
+    parse waits for one chunk, not for a 50 MB sitemap, and no hold outlives a pass that
+    stops at the entry cap."""
     for start in range(0, len(data), _CHUNK):
-        parser.feed(data[start:start + _CHUNK])
+        with PARSES.shared():
+            parser.feed(data[start:start + _CHUNK])
         yield from parser.read_events()
-    parser.close()
+    with PARSES.shared():
+        parser.close()
     yield from parser.read_events()
 
 

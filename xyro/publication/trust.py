@@ -66,6 +66,10 @@ from email.utils import parsedate_to_datetime
 _W3C = re.compile(
     r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
     r"\s*([Zz]|[+-]\d{2}:?\d{2})?)?)?)?")
+# A numeric zone written with a colon at the end of an RFC 822 date ("+02:00", from
+# generators that mix RFC 822 and ISO 8601): the email module takes it for an unknown zone,
+# which it reads as UTC, so it is rewritten "+0200" first.
+_COLON_ZONE = re.compile(r"([+-]\d\d):(\d\d)$")
 
 
 def parse_w3c_datetime(text: str | None) -> float | None:
@@ -101,13 +105,14 @@ def parse_rfc822_datetime(text: str | None) -> float | None:
     """POSIX seconds of an RSS ``pubDate`` (RFC 822/2822 date), or None.
 
     Two-digit years and the usual zone names (GMT, UT, EST...) are read as the email module
-    reads them; an unknown zone is read as UTC. Feeds that put a W3C/ISO date in ``pubDate``
-    are common, so that form is accepted too.
+    reads them; an unknown zone is read as UTC, a numeric one with a colon (``+02:00``) as
+    its offset. Feeds that put a W3C/ISO date in ``pubDate`` are common, so that form is
+    accepted too.
     """
     if not isinstance(text, str) or not text.strip():
         return None
     try:
-        moment = parsedate_to_datetime(text.strip())
+        moment = parsedate_to_datetime(_COLON_ZONE.sub(r"\1\2", text.strip()))
     except (TypeError, ValueError, IndexError, OverflowError):
         return parse_w3c_datetime(text)
     if moment.tzinfo is None:
