@@ -381,7 +381,7 @@ def _sweeps(job: BlockJob, parts: tuple[tuple[int, int], ...], params: SolverPar
     store, n = job.store, job.store.n
     stop_point(check_stop)
     carried = _start(job, parts, run_tasks)
-    stall = Stall() if job.spread else None
+    stall = Stall.at_damping(job.equations.damping) if job.spread else None
     method = "out-of-core"
     res_d: list[float] = []
     res_i: list[float] = []

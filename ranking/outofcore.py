@@ -107,7 +107,7 @@ def rank_out_of_core(store: SliceStore, xml_mask: np.ndarray, params: SolverPara
     e = personalization_vector(n, personalization)
     importance = _Importance(store, e)
     state = _start(store, importance, mask, c, dangling == "paper", check_stop)
-    stall = Stall() if dangling == "paper" else None
+    stall = Stall.at_damping(c) if dangling == "paper" else None
     method = "out-of-core"
     res_d: list[float] = []
     res_i: list[float] = []

@@ -209,6 +209,16 @@ def test_paper_variant_with_self_link_sinks_converges(seed: int, dangling: float
     assert tiny.values[0] == pytest.approx(0.864362, abs=1e-6)
 
 
+@pytest.mark.parametrize("damping", [0.95, 0.97])
+def test_gauss_seidel_at_high_damping_is_not_taken_for_a_stall(cnr_graph,
+                                                               damping: float) -> None:
+    # Healthy sweeps gain about c¹⁰ per 10 (0.60 at c = 0.95): a fixed stall factor of 0.5
+    # restarted them with Jacobi, 2.5x the sweeps at 0.95, no convergence in 1,000 at 0.97.
+    got = direct_importance(cnr_graph, SolverParams(damping=damping, tol=1e-8,
+                                                    max_iter=1000))
+    assert got.method == "gauss-seidel", got.iterations
+
+
 def test_gauss_seidel_reaches_a_residual_of_1e_12(make_sink_graph) -> None:
     # δ and ‖x‖₁ carried row by row drifted by rounding, sweep after sweep, and held the
     # residual near 2e-12 for good; they are summed anew at each renormalization.
