@@ -317,6 +317,7 @@ def build_crawler(app: App, store: MetadataStore, *, enforce_politeness: bool = 
                        max_expansion_factor=loader_cfg.max_expansion_factor,
                        max_entity_bytes=loader_cfg.max_entity_bytes,
                        max_cache_entries=loader_cfg.max_cached_entities,
+                       max_cache_bytes=loader_cfg.max_cache_bytes,
                        max_entity_urls=loader_cfg.max_entity_urls,
                        max_pending_bytes=loader_cfg.max_pending_bytes,
                        max_url_length=limits.max_url_length,

@@ -349,6 +349,7 @@ class LoaderConfig(_Section):
     dtd_validation: bool = True
     max_entity_bytes: int = Field(2 * 2**20, ge=1, le=MAX_BYTES)
     max_cached_entities: int = Field(1000, ge=1, le=MAX_COUNT)
+    max_cache_bytes: int = Field(256 * 2**20, ge=1, le=MAX_BYTES)
     max_entity_urls: int = Field(128, ge=1, le=1_000_000)
     max_pending_bytes: int = Field(256 * 2**20, ge=0, le=MAX_BYTES)
     max_expansion_factor: float = Field(10.0, ge=1.0)
@@ -356,6 +357,13 @@ class LoaderConfig(_Section):
     max_namespaces_in_scope: int = Field(128, ge=1, le=1_000_000)
     # None: the system catalog (/etc/xml/catalog) when it exists; [] turns catalogs off.
     catalogs: FilePaths | None = None
+
+    @model_validator(mode="after")
+    def _cache_holds_a_document(self) -> LoaderConfig:
+        # A document draws up to max_document_bytes of DTDs and entities from the cache and
+        # loads only once all of them are in it at the same time.
+        _require_le(self, "max_document_bytes", "max_cache_bytes")
+        return self
 
 
 class StorageConfig(_Section):

@@ -207,8 +207,10 @@ def test_several_errors_report_the_first_line_and_count_the_rest(
      "must be ≥ crawler.limits.read_timeout_s (30), got 20"),
     ("crawler:\n  limits:\n    max_decoded_bytes: 1000\n",
      "crawler.limits.max_decoded_bytes", 3, "≥ crawler.limits.max_body_bytes (10485760)"),
-    ("loader:\n  max_document_bytes: 999999999\n", "loader.max_document_bytes", 2,
-     "≤ crawler.limits.max_decoded_bytes (52428800), got 999999999"),
+    ("loader:\n  max_document_bytes: 99999999\n", "loader.max_document_bytes", 2,
+     "≤ crawler.limits.max_decoded_bytes (52428800), got 99999999"),
+    ("loader:\n  max_cache_bytes: 1000\n", "loader.max_cache_bytes", 2,
+     "must be ≥ loader.max_document_bytes (8388608), got 1000"),
 ])
 def test_cross_field_rules_name_the_key_that_was_set(fails: Callable[..., ConfigError],
                                                      text: str, key: str, line: int,

@@ -17,6 +17,7 @@ def test_defaults_equal_the_loader_settings_and_fit_the_decoded_cap() -> None:
     assert cfg.loader.max_document_bytes == settings.max_document_bytes == 8 * 2**20
     assert cfg.loader.max_attributes_per_element == settings.max_attributes_per_element == 512
     assert cfg.loader.max_namespaces_in_scope == settings.max_namespaces_in_scope == 128
+    assert cfg.loader.max_cache_bytes == settings.max_cache_bytes == 256 * 2**20
     assert cfg.loader.max_document_bytes <= cfg.crawler.limits.max_decoded_bytes
 
 

@@ -5,15 +5,20 @@ in a bounded result."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import FrameType
 
 import psutil
 import pytest
+from lxml import etree
 
+from xyro.content.parse_guard import PARSES
+from xyro.loader import parser as parser_module
 from xyro.loader.outside import outside_links
 from xyro.loader.settings import LoaderSettings
 
@@ -132,3 +137,70 @@ def test_a_page_the_loader_would_refuse_as_too_crowded_or_large_has_no_links() -
     assert outside_links(page, URL, settings=small) == ()
     assert [link.url for link in outside_links(b'<x><a href="/a.html"/></x>', URL,
                                                settings=small)] == ["http://127.0.0.1:9/a.html"]
+
+
+HIDDEN_LOADS = [
+    b'<!DOCTYPE r SYSTEM "http://e.test/x.dtd"><r><a href="/x.html"/></r>',
+    b'<!DOCTYPE r [<!ENTITY % x SYSTEM "http://e.test/p.ent"> %x;]><r><a href="/x.html"/></r>',
+    b'<!DOCTYPE r [<!ENTITY x SYSTEM "http://e.test/g.ent">]><r><a href="/x.html"/>&x;</r>',
+]
+
+
+def _resolvers_asked(parse: Callable[[], object]) -> list[str]:
+    """The URLs any lxml resolver is asked for during ``parse()`` (seen by a profile hook on
+    this thread, whichever resolver the parser holds)."""
+    asked: list[str] = []
+
+    def hook(frame: FrameType, event: str, arg: object) -> None:
+        if (event == "call" and frame.f_code.co_name == "resolve"
+                and isinstance(frame.f_locals.get("self"), etree.Resolver)):
+            asked.append(frame.f_locals.get("system_url") or frame.f_locals.get("url"))
+
+    sys.setprofile(hook)
+    try:
+        parse()
+    finally:
+        sys.setprofile(None)
+    return asked
+
+
+@pytest.mark.parametrize("body", HIDDEN_LOADS)
+def test_no_loader_is_even_asked(body: bytes) -> None:
+    """libxml2 asks no loader for the external subset or an external parameter entity (lxml's
+    collect_ids=False used to make it ask): when another thread's parse has put libxml2's own
+    loader back, whatever is asked is read by it, local files and FIFOs included."""
+    found: list[list[str]] = []
+    assert _resolvers_asked(lambda: found.append(_urls(body))) == []
+    assert found == [["http://127.0.0.1:9/x.html"]]
+    loading = etree.XMLParser(load_dtd=True, no_network=True)  # the hook sees what is asked
+    loading.resolvers.add(parser_module.NoExternals())
+    assert _resolvers_asked(lambda: etree.fromstring(HIDDEN_LOADS[0], loading)) == [
+        "http://e.test/x.dtd"]
+
+
+def test_a_page_with_a_doctype_is_read_under_the_exclusive_guard() -> None:
+    """As the loader reads it (DESIGN.md §7): a DOCTYPE page waits for the shared parses of
+    other threads to end; a page without one parses beside them."""
+    entered, release = threading.Event(), threading.Event()
+
+    def shared_parse() -> None:
+        with PARSES.shared():
+            entered.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=shared_parse, daemon=True)
+    holder.start()
+    try:
+        assert entered.wait(10)
+        assert _urls(b'<r><a href="/plain.html"/></r>') == ["http://127.0.0.1:9/plain.html"]
+        found: list[list[str]] = []
+        reader = threading.Thread(target=lambda: found.append(_urls(HIDDEN_LOADS[0])),
+                                  daemon=True)
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and found == []  # waiting for the exclusive guard
+    finally:
+        release.set()
+    reader.join(10)
+    holder.join(10)
+    assert found == [["http://127.0.0.1:9/x.html"]]

@@ -119,6 +119,14 @@ def test_the_exclusive_thread_may_parse_again_inside() -> None:
     (b"<?xml version='1.0' encoding='windows-1252'?><r/>", False),
     (b'<?xml version="1.0"?><r>&lt;!DOCTYPE in text is escaped</r>', False),
     (b"<r/>", False),
+    # libxml2 takes any whitespace inside the declaration: it is read to its "?>".
+    (b'<?xml version="1.0"' + b" " * 300 + b'encoding="UTF-7"?>+ADwAIQ-DOCTYPE r>', True),
+    (b'<?xml version="1.0"' + b"\n" * 300 + b"encoding='ISO-8859-1'?><r/>", False),
+    (b'<?xml version="1.0"' + b" " * 2000 + b'encoding="UTF-8"?><r/>', True),  # no end in sight
+    (b'<?xml version="1.0" encoding="UTF-8" ?? ?><r/>', True),  # does not parse
+    (b'<?xml version="1.0" encoding="UTF-8" encoding="UTF-7"?><r/>', True),
+    (b'<?xml-stylesheet href="s.xsl"?><r/>', False),  # a PI, not a declaration
+    ('<?xml version="1.0" encoding="IBM037"?><r/>'.encode("cp037"), True),  # EBCDIC
 ])
 def test_only_bodies_that_certainly_have_no_doctype_parse_shared(body: bytes,
                                                                   exclusive: bool) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lxml import etree
 
@@ -28,7 +28,7 @@ from xyro.loader.catalogs import Catalogs
 from xyro.loader.crowding import crowded
 from xyro.loader.links import XSI, XmlLink, extract_xml_links
 from xyro.loader.parser import header_encoding, may_load_externals, safe_parser
-from xyro.loader.resolver import CacheResolver
+from xyro.loader.resolver import CacheResolver, mentions_element_declaration
 from xyro.loader.settings import LoaderSettings
 from xyro.net.urls import canonicalize
 
@@ -50,7 +50,8 @@ class LoadError(enum.StrEnum):
 
     PARSE = "parse"          # not well-formed, bad encoding, too deep, entity amplification,
     #                          crowded elements, anything else lxml fails on
-    TOO_LARGE = "too_large"  # more than loader.max_document_bytes
+    TOO_LARGE = "too_large"  # more than loader.max_document_bytes, alone or with the DTDs
+    #                          and external entities it draws from the cache
     ENTITY = "entity"        # a DTD or external entity could not be fetched
     ENTITY_REFUSED = "entity_refused"  # one it may not fetch: not http(s), refused by the
     #                                    admission, past loader.max_entity_urls (lasting)
@@ -149,35 +150,43 @@ def _load(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
             f"(loader.max_expansion_factor); not loaded"))
     docinfo = tree.docinfo
     dtd_url = _dtd_url(docinfo.system_url, url, settings.max_url_length)
-    # An internal subset that declares no element (only entities, as XSLT and SVG files use
-    # it) is no grammar: such a document is not judged valid or invalid.
-    internal = docinfo.internalDTD
-    has_dtd = dtd_url is not None or (internal is not None and any(
-        True for _ in internal.iterelements()))
-    valid, validation_error = None, None
-    if has_dtd and settings.validate:
-        with guard():
-            valid, validation_error = _validate(body, url, tree, cache, settings, catalogs,
-                                                parsed.encoding)
-    return LoadResult(
+    grammar = settings.validate and _has_grammar(body, dtd_url, docinfo, resolver)
+    loaded = LoadResult(
         LoadStatus.LOADED,
         signature=hashlib.md5(canonical, usedforsecurity=False).digest() if signatures else None,
-        links=extract_xml_links(tree, url, settings.max_url_length), valid=valid,
-        validation_error=validation_error, dtd_url=dtd_url,
+        links=extract_xml_links(tree, url, settings.max_url_length), dtd_url=dtd_url,
         schema_url=_schema_url(tree.getroot(), url, settings.max_url_length),
         canonical_bytes=len(canonical), from_catalog=len(resolver.from_catalog),
         from_cache=len(resolver.served))
+    if not grammar:
+        return loaded
+    # The validating parse builds a tree of its own: this one and the canonical form are
+    # let go first, so the two never weigh on memory together.
+    encoding = parsed.encoding
+    del parsed, tree, docinfo, canonical
+    with guard():
+        valid, validation_error = _validate(body, url, cache, settings, catalogs, encoding)
+    return replace(loaded, valid=valid, validation_error=validation_error)
 
 
 def _parse_document(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
                     catalogs: Catalogs | None, encoding: str | None) -> _Parsed:
     """Parse in the header's ``encoding``; when its bytes are invalid in it, once more by the
     document's own declaration, kept only if that succeeds (the caller holds the guard)."""
-    first = _parse(body, url, CacheResolver(cache, settings.max_url_length, catalogs), encoding)
+    first = _parse(body, url, _resolver(body, cache, settings, catalogs), encoding)
     if first.tree is not None or encoding is None or not first.bad_bytes:
         return first
-    second = _parse(body, url, CacheResolver(cache, settings.max_url_length, catalogs), None)
+    second = _parse(body, url, _resolver(body, cache, settings, catalogs), None)
     return second if second.tree is not None else first
+
+
+def _resolver(body: bytes, cache: EntityCache, settings: LoaderSettings,
+              catalogs: Catalogs | None) -> CacheResolver:
+    """The resolver of one parse of ``body``: the document and what it draws from the cache
+    together stay within loader.max_document_bytes, which bounds libxml2's input and so what
+    its amplification limit lets entities expand to (xyro/loader/resolver.py)."""
+    return CacheResolver(cache, settings.max_url_length, catalogs,
+                         max_served_bytes=max(settings.max_document_bytes - len(body), 0))
 
 
 def _parse(body: bytes, url: str, resolver: CacheResolver, encoding: str | None) -> _Parsed:
@@ -212,11 +221,19 @@ def _withheld(exc: etree.XMLSyntaxError, resolver: CacheResolver) -> str | None:
 
 
 def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
-    """Refused or failed external loads end the document; missing ones make it wait."""
+    """Refused, failed or too large external loads end the document; missing ones make it
+    wait."""
     if resolver.refused:
         return LoadResult.error(LoadError.ENTITY_REFUSED, (
             f"{url} refers to {resolver.refused[0]!r}: only http(s) DTDs and entities are "
             f"loaded, through the crawler; local files and other schemes are never read"))
+    if resolver.over_budget is not None:
+        dep, size = resolver.over_budget
+        return LoadResult.error(LoadError.TOO_LARGE, (
+            f"{url}: with {dep} ({size} bytes) its DTDs and external entities would pass "
+            f"{resolver.max_served_bytes} bytes, what loader.max_document_bytes leaves beside "
+            f"the document itself ({resolver.served_bytes} already read); not loaded (raise "
+            f"that limit, or have an XML catalog (loader.catalogs) serve the DTD locally)"))
     if resolver.failed:
         dep, reason = resolver.failed[0]
         return LoadResult.error(LoadError.ENTITY, f"{url} needs {dep}, which failed: {reason}")
@@ -225,19 +242,34 @@ def _blocked(url: str, resolver: CacheResolver) -> LoadResult | None:
     return None
 
 
-def _validate(body: bytes, url: str, tree: etree._ElementTree, cache: EntityCache,
-              settings: LoaderSettings, catalogs: Catalogs | None,
-              encoding: str | None) -> tuple[bool, str | None]:
-    """DTD validity: (valid, first messages). The DTD object is reused when there is no
-    internal subset (one parse); otherwise a validating parse (in the ``encoding`` the
-    document was read in) sees both subsets."""
-    docinfo = tree.docinfo
-    external = docinfo.externalDTD
-    if docinfo.internalDTD is None and external is not None:
-        if external.validate(tree):
-            return True, None
-        return False, _messages(external.error_log)
-    resolver = CacheResolver(cache, settings.max_url_length, catalogs)
+def _has_grammar(body: bytes, dtd_url: str | None, docinfo: etree.DocInfo,
+                 resolver: CacheResolver) -> bool:
+    """Whether the document's DTD declares elements to validate against: an external subset
+    is taken to; an internal subset (with no external one) when its text, or a DTD or entity
+    it loaded, spells out an element declaration. One that declares only entities, as XSLT
+    and SVG files use it, is no grammar: such a document is not judged valid or invalid.
+
+    Never asks lxml (``docinfo.internalDTD.iterelements()``): building that DTD object copies
+    the DTD in time quadratic in the attributes declared on one element, in C code holding
+    the GIL (20,000 froze every thread of the daemon for 24 s). Scanning the bytes costs a
+    pass over the body; it may judge a document quoting ``<!ELEMENT`` in a comment or
+    CDATA section, or miss a declaration spelt with character references.
+    """
+    if dtd_url is not None:
+        return True
+    if not docinfo.doctype:  # no DOCTYPE at all (lxml reads only its name and ids here)
+        return False
+    return resolver.declares_elements or mentions_element_declaration(body)
+
+
+def _validate(body: bytes, url: str, cache: EntityCache, settings: LoaderSettings,
+              catalogs: Catalogs | None, encoding: str | None) -> tuple[bool, str | None]:
+    """DTD validity: (valid, first messages), from a validating parse (in the ``encoding``
+    the document was read in) that sees both subsets. libxml2 validates while it parses,
+    without the GIL, in time linear in the DTD and in the document's elements times the
+    attributes declared for each; lxml's DTD objects (``docinfo.externalDTD``) are never
+    built: see :func:`_has_grammar`."""
+    resolver = _resolver(body, cache, settings, catalogs)
     parser = safe_parser(resolver, validate=True, encoding=encoding)
     try:
         etree.fromstring(body, parser, base_url=url)

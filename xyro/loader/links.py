@@ -21,6 +21,10 @@ the stylesheet: they are skipped.
 Relative references resolve against ``xml:base`` (the chain of xml:base values over the
 document URL, RFC 3986 resolution at each step) and are canonicalized; what is not crawlable
 (mailto:, javascript:, fragments only) is dropped.
+
+At most ``MAX_LINKS`` (65534, the paper's per-page limit, as for HTML pages:
+:mod:`xyro.content.html_links`) links are kept, the first in document order; the walk ends
+at the next one, and ``truncated`` of the returned :class:`XmlLinks` says when the cap bound.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
-from xyro.content.html_links import Resolver, likely_xml
+from xyro.content.html_links import MAX_LINKS, Resolver, likely_xml
 from xyro.net.urls import canonicalize, join_plain, plain_directory
 
 XLINK = "http://www.w3.org/1999/xlink"
@@ -61,10 +65,40 @@ class XmlLink(NamedTuple):
     likely_xml: bool
 
 
+class XmlLinks(tuple[XmlLink, ...]):
+    """The links of one document in document order (a tuple), and ``truncated``: True when
+    it had more than ``MAX_LINKS`` and those past the cap were dropped."""
+
+    truncated: bool
+
+    def __new__(cls, links: tuple[XmlLink, ...] | list[XmlLink] = (),
+                truncated: bool = False) -> XmlLinks:
+        self = super().__new__(cls, links)
+        self.truncated = truncated
+        return self
+
+
+class _Full(Exception):
+    """Raised by the walk of :func:`extract_xml_links` at the link past ``MAX_LINKS``."""
+
+
 def extract_xml_links(tree: etree._ElementTree, url: str,
-                      max_url_length: int = 2048) -> tuple[XmlLink, ...]:
-    """Every link of ``tree`` (parsed with ``base_url=url``), canonical, in document order."""
+                      max_url_length: int = 2048) -> XmlLinks:
+    """The links of ``tree`` (parsed with ``base_url=url``), canonical, in document order: the
+    first ``MAX_LINKS`` of them (the module doc)."""
     out: list[XmlLink] = []
+    try:
+        _walk(tree, url, max_url_length, out)
+    except _Full:
+        # Links past the paper's per-page limit would reach the frontier and the OPIC visit
+        # while the page's stored links stop at the limit (DESIGN.md §4: at most 65534).
+        return XmlLinks(out[:MAX_LINKS], truncated=True)
+    return XmlLinks(out)
+
+
+def _walk(tree: etree._ElementTree, url: str, max_url_length: int,
+          out: list[XmlLink]) -> None:
+    """Append the links of ``tree`` to ``out``; raises :class:`_Full` past ``MAX_LINKS``."""
     root = tree.getroot()
     # The xml:base chain, as a stack kept along the walk: (the first element after the subtree
     # of an element carrying xml:base, or None at the document's end; the base it sets),
@@ -85,17 +119,19 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
         if not href or (templates and "{" in href and kind == "href"):
             return
         directory = plain if el is None or not bases else None
-        if directory is not None:  # most hrefs: "d12.xml", "sub/a.xml" against a plain base
-            canon = join_plain(directory, href, max_url_length)
-            if canon is not None:
-                out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
+        # Most hrefs ("d12.xml", "sub/a.xml") join a plain base directly.
+        canon = None if directory is None else join_plain(directory, href, max_url_length)
+        if canon is None:
+            base = bases[-1][1] if el is not None and bases else url
+            absolute = resolver_of(base).resolve(href)
+            if not absolute:
                 return
-        absolute = resolver_of(bases[-1][1] if el is not None and bases else url).resolve(href)
-        if not absolute:
-            return
-        canon = canonicalize(absolute, max_length=max_url_length)
-        if canon is not None:
-            out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
+            canon = canonicalize(absolute, max_length=max_url_length)
+            if canon is None:
+                return
+        out.append(XmlLink(canon, kind, kind in _ALWAYS_XML or likely_xml(canon, None)))
+        if len(out) > MAX_LINKS:
+            raise _Full
 
     for pi in reversed(list(root.itersiblings(preceding=True))):
         if isinstance(pi, etree._ProcessingInstruction) and pi.target == "xml-stylesheet":
@@ -132,7 +168,6 @@ def extract_xml_links(tree: etree._ElementTree, url: str,
                     add(loc, "schema", el)
             else:
                 add(value, role, el)
-    return tuple(out)
 
 
 _UNSEEN = "?"

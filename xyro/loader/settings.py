@@ -11,7 +11,8 @@ class LoaderSettings:
 
     ``max_expansion_factor``: the canonical form may be at most this many times the raw
     size (plus 1 MiB): our own entity-expansion bound on top of libxml2's amplification
-    limit. ``max_entity_bytes``/``max_cache_entries`` cap the DTD/entity cache;
+    limit. ``max_entity_bytes``/``max_cache_entries``/``max_cache_bytes`` cap the DTD/entity
+    cache (each entry, their number, their total);
     ``max_pending_bytes`` caps the bodies of documents held while their DTDs are fetched.
     ``max_attributes_per_element`` and ``max_namespaces_in_scope`` bound the work lxml's
     C14N and attribute access do per element, which grows with the square of an
@@ -26,6 +27,7 @@ class LoaderSettings:
     max_expansion_factor: float = 10.0
     max_entity_bytes: int = 2 * 2**20
     max_cache_entries: int = 1000
+    max_cache_bytes: int = 256 * 2**20
     max_pending_bytes: int = 256 * 2**20
     max_url_length: int = 2048
     max_attributes_per_element: int = 512

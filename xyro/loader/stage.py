@@ -71,7 +71,8 @@ class LoaderStage:
         self.cache = cache or EntityCache(settings.max_entity_bytes, settings.max_cache_entries,
                                           fallback=self._stored_entity,
                                           failure_ttl_s=settings.failed_need_retry_s, now=now,
-                                          max_age_s=settings.entity_max_age_s)
+                                          max_age_s=settings.entity_max_age_s,
+                                          max_bytes=settings.max_cache_bytes)
         self.catalogs = catalogs
         # Where the DTDs and entities of loaded documents came from (xyro status).
         self._sources = {"catalog": 0, "cache": 0, "web": 0}
