@@ -28,14 +28,22 @@ Stopping: the long loops here (one per chunk or slice) call an optional ``check_
 callable between two steps. It returns when the work may go on and raises (an exception of
 the caller's choosing, e.g. a daemon's stop) to abandon it; the files written so far stay in
 the work directory, which the caller removes.
+
+Work folders are named after the process that makes them (:func:`folder_prefix`): a
+process killed outright (SIGKILL, the OOM killer) removes nothing, and the name lets a
+later ranking tell its folders from a live process's (:func:`folder_owner`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
+import re
+import socket
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
@@ -52,9 +60,80 @@ RESIDENT_BYTES_PER_PAGE = 18
 SLICE_BYTES_PER_PAGE = 192
 SLICE_BYTES_PER_LINK = 4    # one int32 per link, per orientation
 USABLE_FRACTION = 0.8       # of the budget; the rest is for numpy temporaries and Python
+# Sorting a slice's in-links (SliceStore._sort_bucket) holds its int32 indices, charged
+# above, plus one piece of its bucket: per pair, first the pair read and its two columns
+# (16), then the piece sorted by row (4) and the int64 places it goes to, with their
+# temporary (16). A piece takes at most an eighth of the slice's room, out of the budget's
+# share kept for temporaries.
+SORT_BYTES_PER_PAIR = 20
+SORT_PIECE_SHARE = 8
 
 StopCheck = Callable[[], None]
 """Called between two steps of a long loop: returns to go on, raises to abandon the work."""
+
+
+# xyro-<kind>-<pid>[.<start>]-<machine>-<mkdtemp's 8 random characters>
+_OWNED_FOLDER = re.compile(r"xyro-(?:rank|slices|links)-(\d+)(?:\.(\d+))?-(.+)-[a-z0-9_]{8}")
+_UNOWNED_FOLDER = re.compile(r"xyro-(?:rank|slices|links)-[a-z0-9_]{8}")  # before owners
+
+
+@dataclass(frozen=True)
+class FolderOwner:
+    """The process that made a work folder, as its name says (:func:`folder_prefix`)."""
+
+    pid: int
+    started: int | None  # its start, in clock ticks after boot (Linux), when known
+    machine: str         # :func:`machine_tag` of where it ran
+
+
+def folder_prefix(kind: str) -> str:
+    """The start of the name of a new work folder of ``kind`` ("rank", "slices", "links"):
+    ``xyro-<kind>-<pid>.<start>-<machine>-``. The start (:func:`process_start`) tells
+    this process from a later one given the same pid (a container's daemon gets the same
+    pid at each restart); the machine tells which host's pids these are, in a folder
+    several hosts share (``ranking.cluster_dir``)."""
+    pid = os.getpid()
+    started = process_start(pid)
+    owner = str(pid) if started is None else f"{pid}.{started}"
+    return f"xyro-{kind}-{owner}-{machine_tag()}-"
+
+
+def folder_owner(name: str) -> FolderOwner | None:
+    """Who made the work folder called ``name``; None if the name is not of
+    :func:`folder_prefix` (see :func:`is_unowned_folder` for the names used before)."""
+    match = _OWNED_FOLDER.fullmatch(name)
+    if match is None:
+        return None
+    pid, started, machine = match.groups()
+    return FolderOwner(int(pid), None if started is None else int(started), machine)
+
+
+def is_unowned_folder(name: str) -> bool:
+    """True for a work folder named as before owners were written into the names."""
+    return _UNOWNED_FOLDER.fullmatch(name) is not None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (Linux ``/proc``: field 22
+    of its stat, after the command name in parentheses); None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@cache
+def machine_tag() -> str:
+    """This host and pid namespace, as a name part: the host name (letters, digits, dots
+    and dashes only; at most 48 characters) and, on Linux, the pid namespace's inode (two
+    containers may share a host name but not their pids)."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())[:48] or "_"
+    try:
+        namespace = re.sub(r"\D", "", os.readlink("/proc/self/ns/pid"))
+    except OSError:
+        namespace = ""
+    return f"{host}.{namespace}" if namespace else host
 
 
 def read_into(path: Path, out: np.ndarray, offset: int) -> None:
@@ -68,6 +147,17 @@ def read_into(path: Path, out: np.ndarray, offset: int) -> None:
             if not got:
                 raise OSError(f"{path}: {len(view) - done} bytes missing at {offset + done}")
             done += got
+
+
+def release_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``; a no-op
+    elsewhere). Freed numpy buffers under glibc's dynamic mmap threshold (up to 32 MB) and
+    a closed SQLite connection's page cache stay resident otherwise, and would count
+    against the budget of what comes next."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def stop_point(check_stop: StopCheck | None) -> None:
@@ -161,7 +251,7 @@ def spool_chunks(chunks: Iterable[LinkChunk], n: int, directory: Path,
     is called before each chunk is read."""
     if n < 1:
         raise ValueError(f"n={n}: the graph has no pages, nothing to rank")
-    folder = Path(tempfile.mkdtemp(prefix="xyro-links-", dir=directory))
+    folder = Path(tempfile.mkdtemp(prefix=folder_prefix("links"), dir=directory))
     indptr = np.zeros(n + 1, dtype=np.int64)  # out-degrees first, prefix sums at the end
     after = -1  # the last row seen
     with open(folder / "indices.bin", "wb") as f:
@@ -330,16 +420,25 @@ class SliceStore:
             problem = f"{idx_path} names pages outside [0, {self.n})"
         else:
             return
-        raise OSError(f"slice {k} of the out-of-core ranking is damaged: {problem}; the file "
-                      "is not what was written to it (a short write, a full disk, a stale "
-                      f"network read?): check the disk of {self.directory.parent}, then "
-                      "rank again (each ranking cuts its slices anew)")
+        raise self._damaged(k, problem)
+
+    def _damaged(self, k: int, problem: str) -> OSError:
+        """The error for slice k's files found not to be what was written to them."""
+        return OSError(f"slice {k} of the out-of-core ranking is damaged: {problem}; the file "
+                       "is not what was written to it (a short write, a full disk, a stale "
+                       f"network read?): check the disk of {self.directory.parent}, then "
+                       "rank again (each ranking cuts its slices anew)")
 
     @classmethod
     def build(cls, source: CsrSource, directory: Path, budget_bytes: int,
               chunk_links: int = 1 << 22, check_stop: StopCheck | None = None) -> SliceStore:
         """Cut the graph into slices that fit the memory budget (three streaming passes;
-        ``check_stop`` is called before each chunk and each slice)."""
+        ``check_stop`` is called before each chunk, each slice and each piece of a bucket).
+
+        The first pass counts in-degrees, which give the slice bounds and each slice's
+        in-link row pointers; the second writes the out-link CSRs and appends each in-link,
+        as a (destination, source) pair, to its slice's bucket file; the third turns each
+        bucket into its in-link CSR (:meth:`_sort_bucket`)."""
         n, m = source.n, source.m
         usable = slice_room(budget_bytes, n)
         chunk_links = max(1, min(chunk_links, usable // 64))
@@ -347,7 +446,7 @@ class SliceStore:
             raise ValueError(f"memory budget of {budget_bytes} bytes is too small for {n} pages "
                              f"out of core ({RESIDENT_BYTES_PER_PAGE} bytes per page stay "
                              f"resident); give at least {min_budget_bytes(n)} bytes")
-        directory = Path(tempfile.mkdtemp(prefix="xyro-slices-", dir=directory))
+        directory = Path(tempfile.mkdtemp(prefix=folder_prefix("slices"), dir=directory))
         in_prefix = np.zeros(n + 1, dtype=np.int64)
         chunks = row_cuts(source, 0, 1, chunk_links)
         for a, b in zip(chunks[:-1], chunks[1:]):
@@ -358,15 +457,19 @@ class SliceStore:
         np.cumsum(in_prefix, out=in_prefix)
         bounds = row_cuts(_CombinedPointers(source, in_prefix), SLICE_BYTES_PER_PAGE,
                           SLICE_BYTES_PER_LINK, usable)
-        del in_prefix
         store = cls(directory, n, m, bounds)
         for k in range(store.count):
+            a, b = int(bounds[k]), int(bounds[k + 1])
+            (in_prefix[a:b + 1] - in_prefix[a]).astype("<i8").tofile(store._path("in-ptr", k))
             store._path("out-ptr", k).touch()
             store._path("out-idx", k).touch()
+        del in_prefix
         store._write_out_slices_and_buckets(source, chunks, check_stop)
+        release_free_heap()  # that pass's chunks, before a slice's in-links are sorted
+        piece = max(1, min(chunk_links, usable // (SORT_PIECE_SHARE * SORT_BYTES_PER_PAIR)))
         for k in range(store.count):
             stop_point(check_stop)
-            store._sort_bucket(k)
+            store._sort_bucket(k, piece, check_stop)
         return store
 
     def _write_out_slices_and_buckets(self, source: CsrSource, chunks: np.ndarray,
@@ -395,19 +498,64 @@ class SliceStore:
                     with open(self._path("bucket", k), "ab") as f:
                         np.stack([d, s], axis=1).astype("<i4").tofile(f)
 
-    def _sort_bucket(self, k: int) -> None:
-        """Turn slice k's bucket of (destination, source) pairs into its in-link CSR."""
-        r0, rows = int(self.bounds[k]), int(self.bounds[k + 1] - self.bounds[k])
+    def _sort_bucket(self, k: int, piece_links: int,
+                     check_stop: StopCheck | None = None) -> None:
+        """Turn slice k's bucket of (destination, source) pairs into its in-link CSR.
+
+        A counting sort: the row pointers are on disk already (``build`` wrote them from
+        the in-degrees) and the bucket is read in pieces of ``piece_links`` pairs, each
+        piece's sources scattered to their rows' next free places in one int32 array. So
+        the sort holds 4 bytes per in-link, what ``row_cuts`` charged the slice, plus one
+        piece (SORT_BYTES_PER_PAIR each), not the whole bucket and its copies. A row's
+        sources keep the bucket's order, which is source order: the order the sweeps'
+        float sums have always been taken in. OSError if the bucket does not match the
+        in-degrees counted (the file is not what was written to it)."""
+        ptr = np.fromfile(self._path("in-ptr", k), dtype="<i8")
         bucket = self._path("bucket", k)
-        pairs = (np.fromfile(bucket, dtype="<i4").reshape(-1, 2) if bucket.exists()
-                 else np.empty((0, 2), dtype=np.int32))
-        nnz = len(pairs)
-        ptr = np.empty(rows + 1, dtype=np.int32 if nnz < 2**31 - 1 else np.int64)
-        idx = np.empty(nnz, dtype=ptr.dtype)
-        sparsetools.coo_tocsr(rows, self.n, nnz, (pairs[:, 0] - r0).astype(ptr.dtype),
-                              pairs[:, 1].astype(ptr.dtype), np.zeros(nnz, np.int8),
-                              ptr, idx, np.empty(nnz, np.int8))
-        del pairs
-        ptr.astype("<i8").tofile(self._path("in-ptr", k))
-        idx.astype("<i4").tofile(self._path("in-idx", k))
+        nnz, size = int(ptr[-1]), bucket.stat().st_size if bucket.exists() else 0
+        if size != 8 * nnz:
+            raise self._damaged(k, f"{bucket} holds {size} bytes, not the {8 * nnz} of its "
+                                f"{nnz} in-links")
+        idx = np.empty(nnz, dtype="<i4")
+        fill = ptr[:-1].copy()  # each row's next free place in idx
+        for start in range(0, nnz, piece_links):
+            stop_point(check_stop)
+            if not _scatter_piece(bucket, start, min(piece_links, nnz - start),
+                                  int(self.bounds[k]), fill, idx):
+                raise self._damaged(k, f"{bucket} names pages outside the slice's "
+                                    f"[{int(self.bounds[k])}, {int(self.bounds[k + 1])})")
+        if not np.array_equal(fill, ptr[1:]):
+            raise self._damaged(k, f"{bucket} does not hold the in-degrees counted")
+        idx.tofile(self._path("in-idx", k))
         bucket.unlink(missing_ok=True)
+
+
+def _scatter_piece(bucket: Path, start: int, count: int, r0: int, fill: np.ndarray,
+                   idx: np.ndarray) -> bool:
+    """Place the ``count`` (destination, source) pairs of ``bucket`` from pair ``start`` on,
+    destinations in rows [r0, r0 + len(fill)): each source at its row's next free place in
+    ``idx``, in the bucket's order (``fill``, those places, is advanced). False, nothing
+    placed, if a destination is outside the rows (the C sort below does no bounds checks).
+
+    The piece is first sorted by row with scipy's linear counting sort (stable), then
+    moved into place as whole runs: a row's run starts at its next free place."""
+    rows = len(fill)
+    pairs = np.fromfile(bucket, dtype="<i4", count=2 * count, offset=8 * start)
+    if len(pairs) != 2 * count:
+        raise OSError(f"{bucket}: {4 * (2 * count - len(pairs))} bytes missing at {8 * start}")
+    dest = pairs[0::2] - np.int32(r0)
+    if count and (int(dest.min()) < 0 or int(dest.max()) >= rows):
+        return False
+    sources = pairs[1::2].copy()
+    del pairs
+    run_ptr = np.empty(rows + 1, dtype=np.int32)
+    runs = np.empty(count, dtype=np.int32)
+    sparsetools.coo_tocsr(rows, rows, count, dest, sources, np.zeros(count, np.int8),
+                          run_ptr, runs, np.empty(count, np.int8))
+    del dest, sources
+    run_lengths = np.diff(run_ptr)
+    places = np.repeat(fill - run_ptr[:-1], run_lengths)
+    places += np.arange(count)
+    idx[places] = runs
+    fill += run_lengths
+    return True

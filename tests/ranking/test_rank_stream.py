@@ -156,6 +156,23 @@ def test_out_of_core_without_xml_ranks_importance_only(tmp_path: Path, make_grap
     assert np.abs(both.importance.values - imp.values).sum() <= 1e-10
 
 
+def test_rank_graph_without_xml_keeps_to_the_budget(tmp_path: Path, make_graph) -> None:
+    """No XML page (`xyro rank --edges` of a file without an xml array) is no reason to
+    rank in memory over the budget: out of core, the same answer."""
+    graph = make_graph(5, n=3000, m=30_000)
+    no_xml = np.zeros(graph.n, dtype=bool)
+    small = rank_graph(graph.indptr, graph.indices, no_xml,
+                       RankParams(solver=TIGHT, memory_budget_bytes=200_000,
+                                  work_dir=tmp_path))
+    memory = rank_graph(graph.indptr, graph.indices, no_xml,
+                        RankParams(solver=TIGHT, memory_budget_bytes=1 << 30))
+    assert small.out_of_core and small.slices > 1 and not memory.out_of_core
+    assert small.interest_iterations == memory.interest_iterations == 0
+    np.testing.assert_array_equal(small.interest, memory.interest)
+    assert np.abs(small.importance - memory.importance).sum() / graph.n <= 1e-10
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_rank_store_sizes_the_write_back_by_the_streamed_snapshot(tmp_path: Path, monkeypatch,
                                                                  make_store) -> None:
     """A crawling daemon adds pages between the count and the snapshot: the ranks written

@@ -14,15 +14,19 @@ Stopping (a daemon's SIGTERM while the job runs): every entry point takes an opt
 (handed on to the reader), spooling, slicing, each slice of each out-of-core sweep, each
 in-memory sweep. It returns to go on, or raises (the caller's exception) to abandon the run;
 temporary files go with the work directory.
+
+Killed outright (SIGKILL, the OOM killer), a ranking removes nothing: its work folders stay
+beside the database, gigabytes each at 200M links. Each ranking therefore starts by removing
+those of processes that are gone (:func:`remove_stale_folders`).
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import shutil
 import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
@@ -40,8 +44,10 @@ from ranking.outofcore import rank_out_of_core
 from ranking.results import ProgressFn
 from ranking.results import SweepProgress
 from ranking.slices import (MIN_SLICE_BYTES, RESIDENT_BYTES_PER_PAGE, ArrayCsrSource,
-                            LinkChunk, SliceStore, StopCheck, min_budget_bytes, slice_room,
-                            spool_chunks, stop_point)
+                            FolderOwner, LinkChunk, SliceStore, StopCheck, folder_owner,
+                            folder_prefix, is_unowned_folder, machine_tag, min_budget_bytes,
+                            process_start, release_free_heap, slice_room, spool_chunks,
+                            stop_point)
 from ranking.sweep import SolverParams
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,10 @@ IN_MEMORY_BYTES_PER_PAGE = 120
 KERNEL_BYTES = 64 << 20
 MIN_RANKING_SHARE = 4      # the ranking gets at least budget / 4, however big the process
 STREAM_CHUNK_LINKS = 1 << 20  # links per chunk read from the store (~16 bytes each in flight)
+# A work folder named before owners were (no pid in its name) is a left-over once nothing in
+# it changed for this long: a live ranking writes there at least once a sweep (its importance
+# file), and a sweep takes seconds to minutes.
+UNOWNED_STALE_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,6 @@ def process_rss_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def release_free_heap() -> None:
-    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``; a no-op
-    elsewhere). Freed numpy buffers under glibc's dynamic mmap threshold (up to 32 MB) and
-    a closed SQLite connection's page cache stay resident otherwise, and would count
-    against the budget of what comes next."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def ranking_bytes(budget: int, in_use: int) -> int:
@@ -197,6 +196,7 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
     With a ``cluster``, always out of core, on its workers (the slices go to
     ``params.shared_dir``)."""
     stop_point(check_stop)
+    remove_stale_folders([params.work_dir, _slices_dir(params, cluster)])
     graph = LinkGraph.from_csr(indptr, indices)
     stop_point(check_stop)
     progress = _checked(progress, check_stop)
@@ -204,8 +204,7 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
     if mask.shape != (graph.n,):
         raise ValueError(f"xml_mask has shape {mask.shape}, expected ({graph.n},)")
     has_xml = bool(mask.any())
-    if cluster is None and (in_memory_bytes(graph.n, graph.m) <= params.memory_budget_bytes
-                            or not has_xml):
+    if cluster is None and in_memory_bytes(graph.n, graph.m) <= params.memory_budget_bytes:
         imp = direct_importance(graph, params.solver, dangling=params.dangling,
                                 progress=progress)
         if has_xml:
@@ -221,10 +220,99 @@ def rank_graph(indptr: np.ndarray, indices: np.ndarray, xml_mask: np.ndarray,
                           inter_it, imp.residuals, inter_res, seconds, False, 1)
     budget = (params.memory_budget_bytes if cluster is None
               else cluster.slice_budget(params.memory_budget_bytes, graph.n, graph.m))
-    with tempfile.TemporaryDirectory(dir=_slices_dir(params, cluster)) as work:
+    with tempfile.TemporaryDirectory(prefix=folder_prefix("slices"),
+                                     dir=_slices_dir(params, cluster)) as work:
         store = SliceStore.build(ArrayCsrSource(graph.indptr, graph.indices), Path(work),
                                  budget, check_stop=check_stop)
         return _rank_slices(store, mask, params, progress, check_stop, cluster)
+
+
+def remove_stale_folders(directories: Iterable[Path | None]) -> None:
+    """Remove the work folders that rankings killed outright left in ``directories`` (None:
+    the system's temporary folder), with one INFO line of what was freed.
+
+    Only this user's folders named by :func:`ranking.slices.folder_prefix`, made on this
+    machine by a process that is gone: no longer running, or its pid now another process's
+    (a different start). Never a live process's: another ``xyro rank --edges`` may work in
+    the same folder. A folder of the older naming (no owner in it) goes once nothing in it
+    changed for :data:`UNOWNED_STALE_S`. Plain ``tmp…`` folders (what older versions
+    called the slices of a graph ranked from memory) are anyone's name, and stay."""
+    removed: list[str] = []
+    freed = 0
+    for directory in dict.fromkeys(Path(d or tempfile.gettempdir()).resolve()
+                                   for d in directories):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if not _left_over(entry):
+                continue
+            size, _ = _tree_stats(entry.path)
+            if _remove_tree(entry.path):
+                removed.append(entry.path)
+                freed += size
+    if removed:
+        log.info("removed %d work folder(s) of rankings killed before they finished, "
+                 "%.1f MB freed: %s", len(removed), freed / 2**20, ", ".join(removed))
+
+
+def _left_over(entry: os.DirEntry[str]) -> bool:
+    """True when ``entry`` is a work folder of this user left by a ranking that is gone."""
+    try:
+        if not entry.is_dir(follow_symlinks=False):
+            return False
+        if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+            return False
+    except OSError:
+        return False
+    owner = folder_owner(entry.name)
+    if owner is not None:
+        return owner.machine == machine_tag() and not _running(owner)
+    if is_unowned_folder(entry.name):
+        return time.time() - _tree_stats(entry.path)[1] > UNOWNED_STALE_S
+    return False
+
+
+def _running(owner: FolderOwner) -> bool:
+    """True while the process that made a folder runs (on this machine)."""
+    if not 0 < owner.pid < 2**31:
+        return False
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: running
+    started = process_start(owner.pid)
+    return owner.started is None or started is None or started == owner.started
+
+
+def _tree_stats(path: str) -> tuple[int, float]:
+    """The bytes of the files under ``path`` and the latest change of anything there."""
+    size, newest = 0, 0.0
+    for root, _, files in os.walk(path):
+        for name in (None, *files):  # None: the folder itself
+            try:
+                st = os.lstat(root if name is None else os.path.join(root, name))
+            except OSError:
+                continue
+            newest = max(newest, st.st_mtime)
+            size += 0 if name is None else st.st_size
+    return size, newest
+
+
+def _remove_tree(path: str) -> bool:
+    """Remove ``path``; False, with a warning, if it could not be."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return False  # another ranking removed it first
+    except OSError as exc:
+        log.warning("could not remove %s, left by a ranking killed before it finished (%s): "
+                    "remove it by hand", path, exc)
+        return False
+    return True
 
 
 def _slices_dir(params: RankParams, cluster: Cluster | None) -> Path | None:
@@ -279,11 +367,12 @@ def rank_stream(read_links: Callable[[int], AbstractContextManager[LinkStream]],
 
     With a ``cluster``, the slices go to ``params.shared_dir``, cut under what the budget
     leaves on its workers, and the sweeps run there."""
+    remove_stale_folders([params.work_dir, _slices_dir(params, cluster)])
     in_use = process_rss_bytes()
     chunk = max(1, min(STREAM_CHUNK_LINKS,
                        ranking_bytes(params.memory_budget_bytes, in_use) // 64))
-    with tempfile.TemporaryDirectory(prefix="xyro-rank-", dir=params.work_dir) as work, \
-            tempfile.TemporaryDirectory(prefix="xyro-slices-",
+    with tempfile.TemporaryDirectory(prefix=folder_prefix("rank"), dir=params.work_dir) as work, \
+            tempfile.TemporaryDirectory(prefix=folder_prefix("slices"),
                                         dir=_slices_dir(params, cluster)) as shared:
         with read_links(chunk) as links:
             if cluster is None:  # a budget too small fails now, not after the spooling
