@@ -34,6 +34,9 @@ BANDWIDTH_KEY = "refresh.bandwidth_planned"
 #: t_max, the longest refresh interval in units (``refresh.max_interval_units``; the planner
 #: writes it): it bounds a failing page's back-off and how long a page may go unread.
 MAX_INTERVAL_KEY = "refresh.max_interval_units"
+#: The first of the units in a row that began with nothing to discover (null: the last one
+#: planned had unread pages): the planner gives ρG to refresh once enough such units passed.
+UNREAD_EMPTY_SINCE_KEY = "refresh.unread_empty_since"
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,7 +7,7 @@ past t_max since its last read goes before every page that has not: the folders 
 as many pages a unit as there are slots, so without it the lowest-weight pages could be
 deferred unit after unit, and t_max is what bounds a page's wait. The split is
 work-conserving: slots one side cannot use go to the other. Due pages that do not fit are
-deferred: the caller re-files them into the next folder.
+deferred: the caller leaves them in their folder, read again at the next unit.
 
 ρ·G is rounded to whole fetches by :func:`discovery_slots`, the one rule the planner's
 refresh bandwidth (the intervals are planned for G − round(ρ·G)), this split and the crawl's

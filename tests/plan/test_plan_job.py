@@ -14,7 +14,8 @@ from refresh import ChangeObservations, folders_after, signature_rate
 from xyro.clock import ManualClock
 from xyro.crawl.frontier import DISCOVERY, REFRESH
 from xyro.jobs.plan_explain import summary
-from xyro.jobs.plan_job import LATEST_IN_UNIT, RefreshPlanner, WATERMARK_KEY
+from xyro.jobs.plan_job import (DISCOVERY_END_UNITS, LATEST_IN_UNIT, RefreshPlanner,
+                                WATERMARK_KEY)
 
 START = 1_700_000_000.0  # as in conftest.py
 UNIT = 3600.0
@@ -72,12 +73,19 @@ def test_with_nothing_left_to_discover_all_of_g_refreshes(store, fill, kit, plan
     with store.writer() as w:  # the unread pages end up refused: nothing unread is left
         for url in unread:
             w.submit(Refuse(url, "scope", depth=1))
-    plan = planner(store, [], max_interval_units=1000.0).plan()
+    first = planner(store, ops := [], now_unit=21.0, max_interval_units=1000.0)
+    first.run_unit()  # the first unit that began with nothing to discover
+    fill(ops)
+    assert first.last_unit is not None and not first.last_unit.full_scan
+    end = 21.0 + DISCOVERY_END_UNITS - 1  # the last unit of the run: discovery's end
+    assert planner(store, [], now_unit=end - 1, max_interval_units=1000.0).plan(
+        ).bandwidth == 15
+    plan = planner(store, [], now_unit=end, max_interval_units=1000.0).plan()
     # All of G = 20 may refresh, not (1 - rho) G = 15: each of the 18 pages every unit.
     assert np.sum(1.0 / plan.intervals) == pytest.approx(18.0, rel=1e-9)
     assert np.all(plan.intervals == 1.0)
-    # The daemon's next unit re-plans every page for it (a full scan), not page by page.
-    later = planner(store, [], now_unit=21.0, max_interval_units=1000.0)
+    # The daemon's unit re-plans every page for it (a full scan), not page by page.
+    later = planner(store, [], now_unit=end, max_interval_units=1000.0)
     later.run_unit()
     assert later.last_unit is not None and later.last_unit.full_scan
 
@@ -353,9 +361,12 @@ def test_a_larger_bandwidth_pulls_the_waiting_pages_forward(store, fill, kit, pl
     unread = [u for (u,) in conn.execute("SELECT url FROM urls WHERE type = 'unread'")]
     last = dict(conn.execute("SELECT id, last_access FROM urls"))
     conn.close()
-    with store.writer() as w:  # nothing unread is left: all of G refreshes
-        for url in unread:
+    with store.writer() as w:  # nothing unread is left: all of G refreshes, once the
+        for url in unread:     # units in a row that began so are DISCOVERY_END_UNITS
             w.submit(Refuse(url, "scope", depth=1))
+        # As the daemon records it when unit 29 is the last of them (test above).
+        w.submit(SetState(rq.UNREAD_EMPTY_SINCE_KEY,
+                          int(START // UNIT) + 29 - DISCOVERY_END_UNITS + 1))
     p = planner(store, ops := [], now_unit=29.0, **over)
     grown = p.plan()
     assert grown.bandwidth == pytest.approx(6.0)

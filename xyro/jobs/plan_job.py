@@ -15,8 +15,9 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
 4. S = Σ√(r_i·λ_i) is updated by the deltas of the pages re-estimated (003 §6.6), split in
    the clamp bands of :mod:`refresh.waterlevel`, and K solved with the water-filling clamp
    correction: t_i = K/√(r_i·λ_i) within [min_interval_units, max_interval_units] and
-   Σ 1/t_i = G − round(ρ·G), the slots a unit leaves due pages (all of G once no page is
-   left unread), the water level a full solve over every page gives;
+   Σ 1/t_i = G − round(ρ·G), the slots a unit leaves due pages (all of G once
+   :data:`DISCOVERY_END_UNITS` units in a row began with no page unread), the water level
+   a full solve over every page gives;
 5. the observed pages are re-filed into folder ⌊(t_last + t_i·unit)/unit⌋
    (:func:`refresh.folders.folders_after`; the metadata writer already re-filed them with
    their previous t_i when it applied their fetch, ``refresh_queries.refiled_after_fetch``);
@@ -25,12 +26,14 @@ folders in O(G + pages changed since the last unit); it reads nothing else:
    plus round(ρ·G) unread pages by OPIC cash, else importance (priority DISCOVERY: the
    first entries of the index ``urls_unread``), via ``refresh.compose_unit``. Popped pages
    move to a retry folder one interval later (a fetch re-files them from the fetch time;
-   a lost fetch comes due again); deferred ones to the next unit. When the due folder and
-   the unread pages leave part of G unused, the pages of the next folders fill it
-   (earliest folder first, read at the end of the unit): a page is read after its due
-   time, never before, so the folders hold a little less than G a unit on average (3.5 %
-   in tests/bench/e2e_freshness.py) and the bandwidth would otherwise go unspent while
-   work exists.
+   a lost fetch comes due again); deferred ones stay in their folder, past by then and read
+   with the due folder of the next unit (every folder ≤ unit): re-filed, a backlog (after
+   downtime) would be rewritten every unit until served, O(N²/G) writes in all. When the
+   due folder and the unread pages leave part of G unused, the pages of the next folders
+   fill it (earliest folder first, read at the end of the unit): a page is read after its
+   due time, never before, so the folders hold a little less than G a unit on average
+   (3.5 % in tests/bench/e2e_freshness.py) and the bandwidth would otherwise go unspent
+   while work exists.
 
 What carries over between units is the *ledger*, one JSON value of the ``state`` table
 (:mod:`xyro.jobs.plan_ledger`: the observation watermark, Σλ of the estimated pages whose
@@ -43,8 +46,9 @@ ledger (:func:`~xyro.jobs.plan_unit.rebuild`) when there is none, when the previ
 writes were not all applied (a crash: its token, written first, differs from the ledger's,
 written last), when the time unit, the importance source or the floor changed, or after a
 ranking run: every r_i changed then, and 003 §6.6 updates S "after the Page Rank process"
-too; and when the refresh bandwidth G − round(ρ·G) changed (the configuration, or discovery's
-end: with no page left unread, all of G refreshes). A larger bandwidth shortens every t_i,
+too; and when the refresh bandwidth G − round(ρ·G) changed (the configuration, discovery's
+end: all of G refreshes once :data:`DISCOVERY_END_UNITS` units in a row began with no page
+unread, or its return: at once when a page is unread again). A larger bandwidth shortens every t_i,
 so that rebuild also pulls forward the pages filed for their longer intervals
 (:meth:`~xyro.jobs.plan_scan.FullScan._folders`).
 
@@ -81,6 +85,15 @@ WATERMARK_KEY = "refresh.observations_done"
 LEDGER_KEY = "refresh.ledger"
 RUN_KEY = "refresh.run"  # the token of the last unit whose writes began
 LATEST_IN_UNIT = 0.8  # a due page waits at most this far into its unit (share of the unit)
+#: Units in a row that must begin with nothing to discover (no unread page, no failed one
+#: due for another try) before discovery's share ρG goes to refresh. Every change of the
+#: refresh bandwidth re-plans every page (a full scan, O(N) reads and writes), and in a
+#: mature scoped crawl a trickle of new links empties and refills the unread set unit after
+#: unit: dropping ρ at the first empty unit rebuilt the ledger nearly every unit (5 s of
+#: planning and 300,000 writes a unit at 300,000 pages). While ρ waits, no slot idles
+#: (refresh.compose_unit hands discovery's idle slots to due pages, :meth:`_ahead` the rest
+#: to the next folders); a page unread again brings ρ back at once: discovery never waits.
+DISCOVERY_END_UNITS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +147,10 @@ class RefreshPlanner:
         self._conn = conn
         self._submit = submit
         self._clock = clock
-        if settings.discovery_share > 0 and not q.unread_ranked(conn, 1) and not \
-                q.retries_due(conn, clock.now(), settings.time_unit_s, 1):
+        self._empty_since = self._unread_empty_since(settings)
+        if self._empty_since is not None and \
+                unit_index(clock.now(), settings.time_unit_s) - self._empty_since + 1 >= \
+                DISCOVERY_END_UNITS:
             # Nothing left to discover: all of G refreshes (compose_unit would hand the idle
             # discovery share to due pages, but the intervals must be planned for it too).
             settings = replace(settings, discovery_share=0.0)
@@ -147,6 +162,20 @@ class RefreshPlanner:
         #: the frontier's admission needs, read with the URLs by primary key.
         self.last_depths: dict[str, int] = {}
         self.due_at: dict[str, float] = {}  # clock time each refreshed page falls due
+
+    def _unread_empty_since(self, s: PlannerSettings) -> int | None:
+        """The first of the units in a row, the current one included, that began with
+        nothing to discover (:data:`DISCOVERY_END_UNITS`); None when there is something now
+        or ρ = 0. A unit, not a count, is stored: a unit planned twice (a restart within
+        it) counts once."""
+        conn, now = self._conn, self._clock.now()
+        if s.discovery_share <= 0 or q.unread_ranked(conn, 1) or \
+                q.retries_due(conn, now, s.time_unit_s, 1):
+            return None
+        unit = unit_index(now, s.time_unit_s)
+        since = q.state_value(conn, q.UNREAD_EMPTY_SINCE_KEY)
+        # A unit ahead of the clock (the time unit grew): the run of units starts again.
+        return since if isinstance(since, int) and since <= unit else unit
 
     # -- time ------------------------------------------------------------------------------
     def current_unit(self) -> int:
@@ -354,6 +383,7 @@ class RefreshPlanner:
             self._submit(SetLastModifiedVerdicts(
                 ids, np.array([work.verdicts[int(i)] for i in ids], dtype=bool)))
         self._submit(SetState(q.BANDWIDTH_KEY, s.refresh_bandwidth))
+        self._submit(SetState(q.UNREAD_EMPTY_SINCE_KEY, self._empty_since))
         self._submit(SetState(LEDGER_KEY, led.to_json()))
         self._submit(SetState(WATERMARK_KEY, work.watermark))
         self._submit(SetState("refresh.k", finite(led.k)))
@@ -373,7 +403,8 @@ class RefreshPlanner:
                 s.time_unit_s, s.importance_source, s.importance_floor):
             return None, jobs
         # Every t_i scales with the refresh bandwidth: a new G or ρ (or discovery's end,
-        # when ρ becomes 0) re-plans every page now rather than as each is next fetched.
+        # when ρ becomes 0, or its return) re-plans every page now rather than as each is
+        # next fetched; DISCOVERY_END_UNITS keeps a trickle of new links from doing so often.
         if q.state_value(self._conn, q.BANDWIDTH_KEY) != s.refresh_bandwidth:
             return None, jobs
         # A smaller t_max bounds every page's wait now, not once each is next fetched.
@@ -392,9 +423,8 @@ class RefreshPlanner:
 
 def _retry_folders(fetch: UnitFetchList, due: Candidates, unit: int,
                    pos: dict[int, int]) -> Iterator[tuple[int, int]]:
-    """Popped pages wait one interval (a fetch re-files them first); deferred: next unit."""
+    """Popped pages wait one interval (a fetch re-files them first). Deferred ones are left
+    in their folder: it is ≤ ``unit``, so due again next unit (module doc, step 6)."""
     for url_id in fetch.maintenance.tolist():
         t = float(due.intervals[pos[url_id]])
         yield url_id, unit + max(1, math.ceil(t))
-    for url_id in fetch.deferred.tolist():
-        yield url_id, unit + 1
