@@ -1,5 +1,6 @@
 """Fixtures of the publication tests: a real HTTP server on 127.0.0.1 that records every
-request, to prove that hostile sitemaps and feeds make the parser fetch nothing."""
+request, to prove that hostile sitemaps and feeds make the parser fetch nothing; an open
+frontier on a manual clock for the publication channel."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from xyro.clock import ManualClock
+from xyro.crawl.admission import Admission
+from xyro.crawl.frontier import Frontier
+from xyro.crawl.hosts import HostScheduler
+from xyro.net.robots import RobotsCache
+from xyro.net.urls import Scope, TrapGuard
+
+#: The clock of :func:`frontier` (the tests that use it date their listings from it).
+T0 = 1_700_000_000.0
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -41,3 +52,13 @@ def trap_server() -> Iterator[tuple[str, list[str]]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def frontier() -> Frontier:
+    """A frontier of an open scope on a manual clock at :data:`T0`, no politeness delay."""
+    clock = ManualClock(T0)
+    return Frontier(HostScheduler(0.0, clock),
+                    RobotsCache("XyroBot", clock, ttl_s=3600, unreachable_retry_s=600,
+                                max_crawl_delay_s=30), clock,
+                    admission=Admission(Scope(), TrapGuard(clock), frozenset()))

@@ -6,15 +6,8 @@ it lists are still found (discovery); only their dates are refused."""
 
 from __future__ import annotations
 
-import pytest
-
-from xyro.clock import ManualClock
-from xyro.crawl.admission import Admission
 from xyro.crawl.frontier import Frontier
-from xyro.crawl.hosts import HostScheduler
 from xyro.crawl.publishing import Publication, PublicationChannel
-from xyro.net.robots import RobotsCache
-from xyro.net.urls import Scope, TrapGuard
 from xyro.publication.published import PublishedDates
 from xyro.publication.trust import PublishedDateTrusts
 
@@ -22,15 +15,6 @@ T0 = 1_700_000_000.0
 SITEMAP = "http://victim.example/sitemap.xml"
 FEED = "http://planet.example/planet.rss"
 PAGE = "http://victim.example/post"
-
-
-@pytest.fixture
-def frontier() -> Frontier:
-    clock = ManualClock(T0)
-    return Frontier(HostScheduler(0.0, clock),
-                    RobotsCache("XyroBot", clock, ttl_s=3600, unreachable_retry_s=600,
-                                max_crawl_delay_s=30), clock,
-                    admission=Admission(Scope(), TrapGuard(clock), frozenset()))
 
 
 def _trusted(channel: PublicationChannel, source: str, site: str) -> None:

@@ -10,25 +10,12 @@ import logging
 
 import pytest
 
-from xyro.clock import ManualClock
-from xyro.crawl.admission import Admission, Source
+from xyro.crawl.admission import Source
 from xyro.crawl.frontier import DISCOVERY, Frontier
-from xyro.crawl.hosts import HostScheduler
 from xyro.crawl.publishing import MAX_SOURCES_PER_HOST, Publication, PublicationChannel
-from xyro.net.robots import RobotsCache
-from xyro.net.urls import Scope, TrapGuard
 
 T0 = 1_700_000_000.0
 ROOT = "http://a.example/sitemap_index.xml"
-
-
-@pytest.fixture
-def frontier() -> Frontier:
-    clock = ManualClock(T0)
-    return Frontier(HostScheduler(0.0, clock),
-                    RobotsCache("XyroBot", clock, ttl_s=3600, unreachable_retry_s=600,
-                                max_crawl_delay_s=30), clock,
-                    admission=Admission(Scope(), TrapGuard(clock), frozenset()))
 
 
 def _index(*sitemaps: str) -> Publication:
